@@ -1,0 +1,4 @@
+//! Compatibility profiles: the argument and result shapes of servers we replace, translated
+//! to and from our operations. Pure data mapping; the semantics stay ours.
+
+pub mod agentcheckpoint;

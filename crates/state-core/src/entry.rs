@@ -1,0 +1,66 @@
+//! What the store keeps: current entries and the history of changes.
+
+use serde_json::Value;
+
+use crate::time::UnixMillis;
+
+/// The current state of one key.
+///
+/// `version` counts writes since the key was (re)created, starting at 1; `create_revision` and
+/// `mod_revision` are the store revisions of its creation and of its last write (etcd's model).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub key: String,
+    pub value: Value,
+    pub version: u64,
+    pub create_revision: u64,
+    pub mod_revision: u64,
+    pub updated_at: UnixMillis,
+    pub expires_at: Option<UnixMillis>,
+    pub agent_id: Option<String>,
+}
+
+impl Entry {
+    /// A key is invisible from the instant its TTL runs out, whether or not it was swept yet.
+    pub fn is_expired(&self, now: UnixMillis) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+}
+
+/// Drops an entry whose TTL has run out, so callers only ever see live state.
+pub fn live(entry: Option<Entry>, now: UnixMillis) -> Option<Entry> {
+    entry.filter(|e| !e.is_expired(now))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    Put,
+    Delete,
+    /// The key's TTL ran out; recorded when the sweeper (or a later write) removed it.
+    Expired,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Put => "put",
+            EventKind::Delete => "delete",
+            EventKind::Expired => "expired",
+        }
+    }
+}
+
+/// One change in the history log. Events of one transaction share its revision.
+///
+/// For a put, `version` and `value` are the new ones; for a delete or an expiry, `version` is
+/// the version that was removed and `value` is `None`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub revision: u64,
+    pub key: String,
+    pub kind: EventKind,
+    pub version: u64,
+    pub agent_id: Option<String>,
+    pub time: UnixMillis,
+    pub value: Option<Value>,
+}

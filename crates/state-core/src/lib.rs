@@ -1,0 +1,23 @@
+//! `state-core`: the pure domain of the state store.
+//!
+//! Keys, values, versions and revisions; the conditional-write rule; TTL expiry; transaction
+//! semantics; the request/result types of every operation and their JSON schemas. Nothing
+//! here performs IO or reads a clock: time comes in as an argument (`now`), and write
+//! decisions come out as data (`Plan`) for the store to apply atomically.
+
+pub mod catalog;
+pub mod compat;
+pub mod cursor;
+pub mod entry;
+pub mod error;
+pub mod key;
+pub mod limits;
+pub mod occ;
+pub mod ops;
+pub mod plan;
+pub mod time;
+
+pub use entry::{Entry, Event, EventKind};
+pub use error::InvalidInput;
+pub use limits::Limits;
+pub use time::UnixMillis;

@@ -1,0 +1,349 @@
+//! Single-key and listing operations.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{DeleteStatus, ReadStatus, WriteStatus, present};
+use crate::cursor;
+use crate::entry::{Entry, Event, EventKind};
+use crate::error::InvalidInput;
+use crate::key::{validate_agent_id, validate_key, validate_prefix};
+use crate::limits::{Limits, MAX_BATCH_KEYS, MAX_PAGE, check_count};
+use crate::time::{UnixMillis, ttl_millis};
+
+/// Read a key, now or as of an earlier version or revision.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetRequest {
+    pub key: String,
+    /// Read this past version (from history) instead of the current one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+    /// Read the key as it was at this store revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u64>,
+}
+
+impl GetRequest {
+    pub fn validate(&self) -> Result<(), InvalidInput> {
+        validate_key("key", &self.key)?;
+        if self.version.is_some() && self.revision.is_some() {
+            return Err(InvalidInput::MutuallyExclusive { first: "version", second: "revision" });
+        }
+        if self.version == Some(0) {
+            return Err(InvalidInput::OutOfRange {
+                argument: "version",
+                message: "must be 1 or more: versions start at 1 (omit it to read the current value)".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A key's value with its version metadata, or `not_found`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GetResult {
+    pub status: ReadStatus,
+    pub key: String,
+    /// Version of the entry; 0 when not found.
+    pub version: u64,
+    /// Store revision this read reflects.
+    pub revision: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub value: Option<Value>,
+    /// Revision of the write that produced this version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mod_revision: Option<u64>,
+    /// Revision at which the key was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_revision: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+}
+
+impl GetResult {
+    pub fn found(entry: Entry, revision: u64) -> GetResult {
+        GetResult {
+            status: ReadStatus::Ok,
+            key: entry.key,
+            version: entry.version,
+            revision,
+            value: Some(entry.value),
+            mod_revision: Some(entry.mod_revision),
+            create_revision: Some(entry.create_revision),
+            updated_at: Some(entry.updated_at.to_rfc3339()),
+            expires_at: entry.expires_at.map(UnixMillis::to_rfc3339),
+            agent_id: entry.agent_id,
+        }
+    }
+
+    pub fn not_found(key: String, revision: u64) -> GetResult {
+        GetResult {
+            status: ReadStatus::NotFound,
+            key,
+            version: 0,
+            revision,
+            value: None,
+            mod_revision: None,
+            create_revision: None,
+            updated_at: None,
+            expires_at: None,
+            agent_id: None,
+        }
+    }
+
+    /// The key as a history event left it: a put shows its value, a delete or expiry shows
+    /// that the key did not exist at that point.
+    pub fn from_event(key: String, event: Option<Event>, revision: u64) -> GetResult {
+        match event {
+            Some(event) if event.kind == EventKind::Put => GetResult {
+                status: ReadStatus::Ok,
+                key,
+                version: event.version,
+                revision,
+                value: event.value,
+                mod_revision: Some(event.revision),
+                create_revision: None,
+                updated_at: Some(event.time.to_rfc3339()),
+                expires_at: None,
+                agent_id: event.agent_id,
+            },
+            _ => GetResult::not_found(key, revision),
+        }
+    }
+}
+
+/// Write a key, optionally only if its version matches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetRequest {
+    pub key: String,
+    /// Any JSON value.
+    pub value: Value,
+    /// Absent: write unconditionally. 0: create only. N: only if the current version is N.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_version: Option<u64>,
+    /// Seconds until the key expires (fractions allowed). Each write sets or clears the TTL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_seconds: Option<f64>,
+    /// Who is writing; kept in history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+}
+
+impl SetRequest {
+    pub fn validate(&self, limits: &Limits) -> Result<(), InvalidInput> {
+        validate_key("key", &self.key)?;
+        limits.check_value("value", &self.value)?;
+        if let Some(ttl) = self.ttl_seconds {
+            ttl_millis("ttl_seconds", ttl)?;
+        }
+        if let Some(agent) = &self.agent_id {
+            validate_agent_id("agent_id", agent)?;
+        }
+        Ok(())
+    }
+}
+
+/// The new version, or a conflict carrying the current version and value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SetResult {
+    pub status: WriteStatus,
+    pub key: String,
+    /// On ok, the new version. On conflict, the current one (0: the key does not exist):
+    /// retry with it as `expected_version`.
+    pub version: u64,
+    /// On ok, the revision of this write; on conflict, the current store revision.
+    pub revision: u64,
+    /// On conflict, the current value (absent when the key does not exist).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub value: Option<Value>,
+    /// On conflict, the version that was expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_version: Option<u64>,
+}
+
+/// Delete a key, optionally only if its version matches.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteRequest {
+    pub key: String,
+    /// Only delete if the current version is N (N >= 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_version: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+}
+
+impl DeleteRequest {
+    pub fn validate(&self) -> Result<(), InvalidInput> {
+        validate_key("key", &self.key)?;
+        if self.expected_version == Some(0) {
+            return Err(InvalidInput::OutOfRange {
+                argument: "expected_version",
+                message:
+                    "must be 1 or more for a delete (0 would mean 'only if absent'); omit it to delete unconditionally"
+                        .into(),
+            });
+        }
+        if let Some(agent) = &self.agent_id {
+            validate_agent_id("agent_id", agent)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DeleteResult {
+    pub status: DeleteStatus,
+    pub key: String,
+    /// On ok, the version that was deleted; on conflict, the current one; 0 when not found.
+    pub version: u64,
+    /// On ok, the revision of this delete; otherwise the current store revision.
+    pub revision: u64,
+    /// On conflict, the current value.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub value: Option<Value>,
+}
+
+/// List keys under a prefix in key order, a page at a time.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListRequest {
+    /// Only keys starting with this ("" = all).
+    #[serde(default)]
+    pub prefix: String,
+    /// Page size, 1 to 1000 (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    /// `next_cursor` from the previous page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// Include each value (default false: keys and versions only).
+    #[serde(default)]
+    pub include_values: bool,
+}
+
+pub const DEFAULT_LIST_LIMIT: usize = 100;
+
+impl ListRequest {
+    pub fn validate(&self) -> Result<(), InvalidInput> {
+        validate_prefix("prefix", &self.prefix)?;
+        self.page_size()?;
+        self.start_after()?;
+        Ok(())
+    }
+
+    pub fn page_size(&self) -> Result<usize, InvalidInput> {
+        page_size("limit", self.limit, DEFAULT_LIST_LIMIT)
+    }
+
+    /// The key the page starts after, decoded from the cursor.
+    pub fn start_after(&self) -> Result<Option<String>, InvalidInput> {
+        self.cursor.as_deref().map(|c| cursor::decode("cursor", c)).transpose()
+    }
+}
+
+pub(crate) fn page_size(argument: &'static str, asked: Option<usize>, default: usize) -> Result<usize, InvalidInput> {
+    match asked {
+        None => Ok(default),
+        Some(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
+        Some(n) => Err(InvalidInput::OutOfRange {
+            argument,
+            message: format!("must be between 1 and {MAX_PAGE}; got {n} (use the cursor to page through more)"),
+        }),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ListedEntry {
+    pub key: String,
+    pub version: u64,
+    pub mod_revision: u64,
+    pub updated_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub value: Option<Value>,
+}
+
+impl ListedEntry {
+    pub fn new(entry: Entry, include_value: bool) -> ListedEntry {
+        ListedEntry {
+            key: entry.key,
+            version: entry.version,
+            mod_revision: entry.mod_revision,
+            updated_at: entry.updated_at.to_rfc3339(),
+            expires_at: entry.expires_at.map(UnixMillis::to_rfc3339),
+            value: include_value.then_some(entry.value),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ListResult {
+    pub entries: Vec<ListedEntry>,
+    /// Pass as `cursor` to get the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Store revision this listing reflects.
+    pub revision: u64,
+}
+
+impl ListResult {
+    /// Builds a page from up to `page_size + 1` live entries: the extra one only proves that
+    /// another page exists.
+    pub fn page(mut entries: Vec<Entry>, page_size: usize, include_values: bool, revision: u64) -> ListResult {
+        let next_cursor = if entries.len() > page_size {
+            entries.truncate(page_size);
+            entries.last().map(|last| cursor::encode(&last.key))
+        } else {
+            None
+        };
+        ListResult {
+            entries: entries.into_iter().map(|e| ListedEntry::new(e, include_values)).collect(),
+            next_cursor,
+            revision,
+        }
+    }
+}
+
+/// Read several keys from one consistent snapshot.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchGetRequest {
+    /// 1 to 1000 keys.
+    pub keys: Vec<String>,
+}
+
+impl BatchGetRequest {
+    pub fn validate(&self) -> Result<(), InvalidInput> {
+        if self.keys.is_empty() {
+            return Err(InvalidInput::Malformed {
+                argument: "keys".into(),
+                message: "is empty: give at least one key".into(),
+            });
+        }
+        check_count("keys", self.keys.len(), MAX_BATCH_KEYS)?;
+        for (i, key) in self.keys.iter().enumerate() {
+            validate_key(&format!("keys[{i}]"), key)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BatchGetResult {
+    /// Store revision of the snapshot all entries were read from.
+    pub revision: u64,
+    /// One result per requested key, in request order.
+    pub entries: Vec<GetResult>,
+}
+
+#[cfg(test)]
+mod tests;

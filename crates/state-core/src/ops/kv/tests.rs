@@ -1,0 +1,64 @@
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn set_request_parsing_is_strict() {
+    let ok: SetRequest = serde_json::from_value(json!({"key": "a", "value": null})).unwrap();
+    assert_eq!(ok.value, Value::Null);
+    let missing_value = serde_json::from_value::<SetRequest>(json!({"key": "a"})).unwrap_err();
+    assert!(missing_value.to_string().contains("value"), "{missing_value}");
+    let unknown = serde_json::from_value::<SetRequest>(json!({"key": "a", "value": 1, "ttl": 5})).unwrap_err();
+    assert!(unknown.to_string().contains("unknown field `ttl`"), "{unknown}");
+    let negative =
+        serde_json::from_value::<SetRequest>(json!({"key": "a", "value": 1, "expected_version": -1})).unwrap_err();
+    assert!(negative.to_string().contains("invalid value"), "{negative}");
+}
+
+#[test]
+fn validation_names_the_argument() {
+    let limits = Limits { max_value_bytes: 10 };
+    let big = SetRequest {
+        key: "a".into(),
+        value: json!("0123456789"),
+        expected_version: None,
+        ttl_seconds: None,
+        agent_id: None,
+    };
+    let err = big.validate(&limits).unwrap_err();
+    assert_eq!(err, InvalidInput::ValueTooLarge { argument: "value".into(), len: 12, max: 10 });
+
+    let both = GetRequest { key: "a".into(), version: Some(1), revision: Some(2) };
+    assert!(matches!(both.validate(), Err(InvalidInput::MutuallyExclusive { .. })));
+    let zero = DeleteRequest { key: "a".into(), expected_version: Some(0), agent_id: None };
+    assert_eq!(zero.validate().unwrap_err().argument(), "expected_version");
+    let list = ListRequest { limit: Some(0), ..Default::default() };
+    assert_eq!(list.validate().unwrap_err().argument(), "limit");
+    let cursor = ListRequest { cursor: Some("zz".into()), ..Default::default() };
+    assert_eq!(cursor.validate().unwrap_err().argument(), "cursor");
+    let batch = BatchGetRequest { keys: vec!["ok".into(), String::new()] };
+    assert_eq!(batch.validate().unwrap_err().argument(), "keys[1]");
+}
+
+#[test]
+fn cursor_round_trips_any_key() {
+    for key in ["a", "project/x", "日本/ключ", "with space"] {
+        let page = ListResult::page(vec![entry(key), entry(&format!("{key}~"))], 1, false, 5);
+        let cursor = page.next_cursor.expect("a second page exists");
+        let req = ListRequest { cursor: Some(cursor), ..Default::default() };
+        assert_eq!(req.start_after().unwrap().as_deref(), Some(key));
+    }
+}
+
+fn entry(key: &str) -> Entry {
+    Entry {
+        key: key.into(),
+        value: json!(1),
+        version: 1,
+        create_revision: 1,
+        mod_revision: 1,
+        updated_at: UnixMillis(0),
+        expires_at: None,
+        agent_id: None,
+    }
+}

@@ -1,0 +1,54 @@
+//! Request and result types of every operation: the product's public data model, shared by
+//! the MCP tools, the REST routes and the CLI. Field docs become schema descriptions that
+//! every MCP client pays for in context tokens, so they are short.
+
+pub mod health;
+pub mod history;
+pub mod kv;
+pub mod txn;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Keeps an explicit JSON `null` as `Some(Value::Null)`, so "the value null" and "no value"
+/// stay distinct in optional value fields.
+pub(crate) fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
+/// Outcome of a read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadStatus {
+    Ok,
+    NotFound,
+}
+
+/// Outcome of a put. On `conflict`, `expected_version` did not match and the result carries
+/// the current version and value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteStatus {
+    Ok,
+    Conflict,
+}
+
+/// Outcome of a delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeleteStatus {
+    Ok,
+    NotFound,
+    Conflict,
+}
+
+/// Marker for results that always succeed when they return at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OkStatus {
+    Ok,
+}
