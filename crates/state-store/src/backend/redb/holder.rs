@@ -1,0 +1,71 @@
+//! Who holds a database file. redb locks the file itself; this note beside it only lets a
+//! second process say *which* process holds the lock instead of just "in use".
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use state_core::UnixMillis;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct HolderNote {
+    pid: u32,
+    program: String,
+    since: String,
+}
+
+/// The note written by the process holding the database; removed when it closes.
+#[derive(Debug)]
+pub(super) struct Holder {
+    note_path: PathBuf,
+}
+
+pub(super) fn note_path(db_path: &Path) -> PathBuf {
+    let mut name = db_path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".holder");
+    db_path.with_file_name(name)
+}
+
+impl Holder {
+    /// Records this process as the holder. Best effort: a read-only directory only costs the
+    /// nicer message, never the open.
+    pub(super) fn record(db_path: &Path) -> Holder {
+        let note_path = note_path(db_path);
+        let program = std::env::args().next().map_or_else(
+            || "unknown".to_owned(),
+            |arg0| Path::new(&arg0).file_name().map_or(arg0.clone(), |n| n.to_string_lossy().into_owned()),
+        );
+        let since = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let note = HolderNote { pid: std::process::id(), program, since: UnixMillis(since).to_rfc3339() };
+        if let Ok(text) = serde_json::to_string(&note) {
+            let tmp = note_path.with_extension("holder.tmp");
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, &note_path);
+            }
+        }
+        Holder { note_path }
+    }
+
+    /// Describes the holder of a locked database for an error message.
+    pub(super) fn describe(db_path: &Path) -> String {
+        std::fs::read_to_string(note_path(db_path))
+            .ok()
+            .and_then(|text| serde_json::from_str::<HolderNote>(&text).ok())
+            .map_or_else(
+                || "another process".to_owned(),
+                |note| format!("{} (pid {}, running since {})", note.program, note.pid, note.since),
+            )
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let ours = std::fs::read_to_string(&self.note_path)
+            .ok()
+            .and_then(|text| serde_json::from_str::<HolderNote>(&text).ok())
+            .is_some_and(|note| note.pid == std::process::id());
+        if ours {
+            let _ = std::fs::remove_file(&self.note_path);
+        }
+    }
+}

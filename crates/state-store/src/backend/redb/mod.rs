@@ -1,0 +1,425 @@
+//! The embedded default backend on redb: one file, one writer process, copy-on-write B-trees,
+//! and a durable (fsync'd) commit per write transaction.
+//!
+//! Tables:
+//! - `entries`    key -> current entry
+//! - `expiry`     (expires_at, key) -> ()           keys with a TTL, soonest first
+//! - `events`     (revision, seq) -> event          the history log
+//! - `key_events` (key, revision) -> (seq, version)  per-key index into the log
+//! - `meta`       name -> u64                        revision, compacted revision, format
+
+mod codec;
+mod holder;
+
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
+
+use redb::{
+    Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
+    WriteTransaction,
+};
+use state_core::ops::history::KeyFilter;
+use state_core::{Entry, Event, UnixMillis};
+
+use self::holder::Holder;
+use super::{Backend, Order, ReadTxn, WriteTxn};
+use crate::error::{OpenError, StorageError};
+
+const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
+const EXPIRY: TableDefinition<(u64, &str), ()> = TableDefinition::new("expiry");
+const EVENTS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("events");
+const KEY_EVENTS: TableDefinition<(&str, u64), (u32, u64)> = TableDefinition::new("key_events");
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+const META_REVISION: &str = "revision";
+const META_COMPACTED: &str = "compacted_revision";
+const META_FORMAT: &str = "format";
+const STORE_FORMAT: u64 = 1;
+
+/// Default page cache. redb grows it lazily, so small stores stay small.
+const CACHE_BYTES: usize = 256 * 1024 * 1024;
+
+pub struct RedbBackend {
+    db: Database,
+    path: Option<PathBuf>,
+    _holder: Option<Holder>,
+}
+
+impl RedbBackend {
+    /// Opens or creates the database file, creating parent directories as needed. Fails at
+    /// once, naming the holder, if another process has it open.
+    pub fn open(path: &Path) -> Result<RedbBackend, OpenError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| OpenError::CreateDir { path: path.to_owned(), source })?;
+        }
+        let db = redb::Builder::new().set_cache_size(CACHE_BYTES).create(path).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => {
+                OpenError::InUse { path: path.to_owned(), holder: Holder::describe(path) }
+            }
+            redb::DatabaseError::UpgradeRequired(v) => OpenError::Incompatible {
+                path: path.to_owned(),
+                message: format!("redb file format {v} needs an upgrade"),
+            },
+            other => OpenError::Storage { path: path.to_owned(), source: storage(other) },
+        })?;
+        let holder = Holder::record(path);
+        let backend = RedbBackend { db, path: Some(path.to_owned()), _holder: Some(holder) };
+        backend.initialize().map_err(|source| match source {
+            StorageError::Corrupt(message) => OpenError::Incompatible { path: path.to_owned(), message },
+            source => OpenError::Storage { path: path.to_owned(), source },
+        })?;
+        Ok(backend)
+    }
+
+    /// A database that lives only in memory: for tests and benchmarks of the engine itself.
+    pub fn in_memory() -> Result<RedbBackend, StorageError> {
+        let db = redb::Builder::new().create_with_backend(redb::backends::InMemoryBackend::new()).map_err(storage)?;
+        let backend = RedbBackend { db, path: None, _holder: None };
+        backend.initialize()?;
+        Ok(backend)
+    }
+
+    /// Creates every table so readers never meet a missing one, and checks the format.
+    fn initialize(&self) -> Result<(), StorageError> {
+        let txn = self.db.begin_write().map_err(storage)?;
+        {
+            txn.open_table(ENTRIES).map_err(storage)?;
+            txn.open_table(EXPIRY).map_err(storage)?;
+            txn.open_table(EVENTS).map_err(storage)?;
+            txn.open_table(KEY_EVENTS).map_err(storage)?;
+            let mut meta = txn.open_table(META).map_err(storage)?;
+            let format = meta.get(META_FORMAT).map_err(storage)?.map(|g| g.value());
+            match format {
+                None => {
+                    meta.insert(META_FORMAT, STORE_FORMAT).map_err(storage)?;
+                }
+                Some(STORE_FORMAT) => {}
+                Some(other) => {
+                    return Err(StorageError::Corrupt(format!(
+                        "store format {other} is newer than this build understands ({STORE_FORMAT}); upgrade the server"
+                    )));
+                }
+            }
+        }
+        txn.commit().map_err(storage)
+    }
+}
+
+impl Backend for RedbBackend {
+    fn kind(&self) -> &'static str {
+        "redb"
+    }
+
+    fn begin_read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
+        Ok(Box::new(RedbRead(self.db.begin_read().map_err(storage)?)))
+    }
+
+    fn begin_write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
+        Ok(Box::new(RedbWrite { txn: self.db.begin_write().map_err(storage)?, next_seq: None }))
+    }
+
+    fn size_on_disk(&self) -> Option<u64> {
+        self.path.as_ref().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len())
+    }
+}
+
+/// Where a database's holder note lives, so tools can show it.
+pub fn holder_note_path(db_path: &Path) -> PathBuf {
+    holder::note_path(db_path)
+}
+
+fn storage(e: impl Into<redb::Error>) -> StorageError {
+    match e.into() {
+        redb::Error::Io(io) => StorageError::Io(io.to_string()),
+        redb::Error::Corrupted(what) => StorageError::Corrupt(what),
+        other => StorageError::Other(other.to_string()),
+    }
+}
+
+struct RedbRead(ReadTransaction);
+
+struct RedbWrite {
+    txn: WriteTransaction,
+    /// Sequence number for the next event of the revision being appended.
+    next_seq: Option<(u64, u32)>,
+}
+
+/// Read paths shared by read and write transactions: redb exposes the same `ReadableTable`
+/// trait on both, so one implementation serves each.
+macro_rules! read_methods {
+    ($field:tt) => {
+        fn revision(&self) -> Result<u64, StorageError> {
+            meta_value(&self.$field.open_table(META).map_err(storage)?, META_REVISION)
+        }
+
+        fn compacted_revision(&self) -> Result<u64, StorageError> {
+            meta_value(&self.$field.open_table(META).map_err(storage)?, META_COMPACTED)
+        }
+
+        fn get(&self, key: &str) -> Result<Option<Entry>, StorageError> {
+            let table = self.$field.open_table(ENTRIES).map_err(storage)?;
+            let guard = table.get(key).map_err(storage)?;
+            guard.map(|g| codec::decode_entry(key, g.value())).transpose()
+        }
+
+        fn scan(
+            &self,
+            prefix: &str,
+            after: Option<&str>,
+            visit: &mut dyn FnMut(Entry) -> bool,
+        ) -> Result<(), StorageError> {
+            scan_entries(&self.$field.open_table(ENTRIES).map_err(storage)?, prefix, after, visit)
+        }
+
+        fn key_count(&self) -> Result<u64, StorageError> {
+            self.$field.open_table(ENTRIES).map_err(storage)?.len().map_err(storage)
+        }
+
+        fn history(
+            &self,
+            keys: &KeyFilter,
+            revisions: RangeInclusive<u64>,
+            order: Order,
+            visit: &mut dyn FnMut(Event) -> bool,
+        ) -> Result<(), StorageError> {
+            let events = self.$field.open_table(EVENTS).map_err(storage)?;
+            match keys {
+                KeyFilter::Exact(key) => {
+                    let index = self.$field.open_table(KEY_EVENTS).map_err(storage)?;
+                    key_history(&index, &events, key, revisions, order, visit)
+                }
+                filter => scan_history(&events, filter, revisions, order, visit),
+            }
+        }
+    };
+}
+
+impl ReadTxn for RedbRead {
+    read_methods!(0);
+}
+
+impl ReadTxn for RedbWrite {
+    read_methods!(txn);
+}
+
+fn meta_value(meta: &impl ReadableTable<&'static str, u64>, name: &str) -> Result<u64, StorageError> {
+    Ok(meta.get(name).map_err(storage)?.map_or(0, |g| g.value()))
+}
+
+fn scan_entries(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    prefix: &str,
+    after: Option<&str>,
+    visit: &mut dyn FnMut(Entry) -> bool,
+) -> Result<(), StorageError> {
+    use std::ops::Bound;
+    let start = match after {
+        Some(after) if after >= prefix => Bound::Excluded(after),
+        _ => Bound::Included(prefix),
+    };
+    for item in table.range::<&str>((start, Bound::Unbounded)).map_err(storage)? {
+        let (key, value) = item.map_err(storage)?;
+        let key = key.value();
+        if !key.starts_with(prefix) {
+            break;
+        }
+        if !visit(codec::decode_entry(key, value.value())?) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// A redb range walked forwards or backwards.
+fn ordered<'a, T: DoubleEndedIterator + 'a>(range: T, order: Order) -> Box<dyn Iterator<Item = T::Item> + 'a> {
+    match order {
+        Order::Ascending => Box::new(range),
+        Order::Descending => Box::new(range.rev()),
+    }
+}
+
+fn key_history(
+    index: &impl ReadableTable<(&'static str, u64), (u32, u64)>,
+    events: &impl ReadableTable<(u64, u32), &'static [u8]>,
+    key: &str,
+    revisions: RangeInclusive<u64>,
+    order: Order,
+    visit: &mut dyn FnMut(Event) -> bool,
+) -> Result<(), StorageError> {
+    let range = index.range((key, *revisions.start())..=(key, *revisions.end())).map_err(storage)?;
+    for item in ordered(range, order) {
+        let (k, v) = item.map_err(storage)?;
+        let (_, revision) = k.value();
+        let (seq, _) = v.value();
+        let bytes = events
+            .get((revision, seq))
+            .map_err(storage)?
+            .ok_or_else(|| StorageError::Corrupt(format!("history index points at missing event {revision}.{seq}")))?;
+        if !visit(codec::decode_event(revision, bytes.value())?) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn scan_history(
+    events: &impl ReadableTable<(u64, u32), &'static [u8]>,
+    filter: &KeyFilter,
+    revisions: RangeInclusive<u64>,
+    order: Order,
+    visit: &mut dyn FnMut(Event) -> bool,
+) -> Result<(), StorageError> {
+    let range = events.range((*revisions.start(), 0)..=(*revisions.end(), u32::MAX)).map_err(storage)?;
+    // Walking backwards, one revision's events are gathered and handed over in append order,
+    // so a reader replaying them sees each transaction as it happened.
+    let mut pending: Vec<Event> = Vec::new();
+    for item in ordered(range, order) {
+        let (k, v) = item.map_err(storage)?;
+        let (revision, _) = k.value();
+        let event = codec::decode_event(revision, v.value())?;
+        match order {
+            Order::Ascending => {
+                if filter.matches(&event.key) && !visit(event) {
+                    return Ok(());
+                }
+            }
+            Order::Descending => {
+                if pending.last().is_some_and(|e| e.revision != revision) && !flush(&mut pending, filter, visit) {
+                    return Ok(());
+                }
+                pending.push(event);
+            }
+        }
+    }
+    flush(&mut pending, filter, visit);
+    Ok(())
+}
+
+/// Hands one revision's events (collected newest first) to `visit` in append order.
+fn flush(pending: &mut Vec<Event>, filter: &KeyFilter, visit: &mut dyn FnMut(Event) -> bool) -> bool {
+    for event in pending.drain(..).rev() {
+        if filter.matches(&event.key) && !visit(event) {
+            return false;
+        }
+    }
+    true
+}
+
+impl WriteTxn for RedbWrite {
+    fn put(&mut self, entry: &Entry) -> Result<(), StorageError> {
+        let mut entries = self.txn.open_table(ENTRIES).map_err(storage)?;
+        let old_expiry = entries
+            .insert(entry.key.as_str(), codec::encode_entry(entry).as_slice())
+            .map_err(storage)?
+            .map(|old| codec::decode_entry(&entry.key, old.value()))
+            .transpose()?
+            .and_then(|old| old.expires_at);
+        drop(entries);
+        if old_expiry != entry.expires_at {
+            let mut expiry = self.txn.open_table(EXPIRY).map_err(storage)?;
+            if let Some(at) = old_expiry {
+                expiry.remove((at.0, entry.key.as_str())).map_err(storage)?;
+            }
+            if let Some(at) = entry.expires_at {
+                expiry.insert((at.0, entry.key.as_str()), ()).map_err(storage)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn delete(&mut self, key: &str) -> Result<(), StorageError> {
+        let mut entries = self.txn.open_table(ENTRIES).map_err(storage)?;
+        let old = entries.remove(key).map_err(storage)?.map(|old| codec::decode_entry(key, old.value())).transpose()?;
+        drop(entries);
+        if let Some(at) = old.and_then(|old| old.expires_at) {
+            self.txn.open_table(EXPIRY).map_err(storage)?.remove((at.0, key)).map_err(storage)?;
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, event: &Event) -> Result<(), StorageError> {
+        let seq = match self.next_seq {
+            Some((revision, seq)) if revision == event.revision => seq,
+            _ => 0,
+        };
+        self.next_seq = Some((event.revision, seq + 1));
+        self.txn
+            .open_table(EVENTS)
+            .map_err(storage)?
+            .insert((event.revision, seq), codec::encode_event(event).as_slice())
+            .map_err(storage)?;
+        self.txn
+            .open_table(KEY_EVENTS)
+            .map_err(storage)?
+            .insert((event.key.as_str(), event.revision), (seq, event.version))
+            .map_err(storage)?;
+        Ok(())
+    }
+
+    fn set_revision(&mut self, revision: u64) -> Result<(), StorageError> {
+        self.txn.open_table(META).map_err(storage)?.insert(META_REVISION, revision).map_err(storage)?;
+        Ok(())
+    }
+
+    fn expired(&self, now: UnixMillis, limit: usize) -> Result<Vec<Entry>, StorageError> {
+        let expiry = self.txn.open_table(EXPIRY).map_err(storage)?;
+        let mut keys = Vec::new();
+        for item in expiry.range((0u64, "")..=(now.0, "\u{10FFFF}")).map_err(storage)? {
+            let (k, _) = item.map_err(storage)?;
+            let (at, key) = k.value();
+            if at > now.0 || keys.len() >= limit {
+                break;
+            }
+            keys.push(key.to_owned());
+        }
+        drop(expiry);
+        let mut entries = Vec::with_capacity(keys.len());
+        for key in keys {
+            match self.get(&key)? {
+                Some(entry) => entries.push(entry),
+                None => return Err(StorageError::Corrupt(format!("expiry index names missing key `{key}`"))),
+            }
+        }
+        Ok(entries)
+    }
+
+    fn compact(&mut self, through: u64, limit: usize) -> Result<u64, StorageError> {
+        let mut compacted = meta_value(&self.txn.open_table(META).map_err(storage)?, META_COMPACTED)?;
+        if through <= compacted {
+            return Ok(compacted);
+        }
+        let mut doomed: Vec<(u64, u32, String)> = Vec::new();
+        let mut stopped_early = false;
+        {
+            let events = self.txn.open_table(EVENTS).map_err(storage)?;
+            for item in events.range((compacted + 1, 0)..=(through, u32::MAX)).map_err(storage)? {
+                let (k, v) = item.map_err(storage)?;
+                let (revision, seq) = k.value();
+                // Stop only between revisions, so a revision is never half compacted.
+                if doomed.len() >= limit && doomed.last().is_some_and(|d| d.0 != revision) {
+                    stopped_early = true;
+                    break;
+                }
+                doomed.push((revision, seq, codec::event_key(v.value())?));
+            }
+        }
+        {
+            let mut events = self.txn.open_table(EVENTS).map_err(storage)?;
+            let mut index = self.txn.open_table(KEY_EVENTS).map_err(storage)?;
+            for (revision, seq, key) in &doomed {
+                events.remove((*revision, *seq)).map_err(storage)?;
+                index.remove((key.as_str(), *revision)).map_err(storage)?;
+            }
+        }
+        compacted = match doomed.last() {
+            Some(last) if stopped_early => last.0,
+            _ => through,
+        };
+        self.txn.open_table(META).map_err(storage)?.insert(META_COMPACTED, compacted).map_err(storage)?;
+        Ok(compacted)
+    }
+
+    fn commit(self: Box<Self>) -> Result<(), StorageError> {
+        self.txn.commit().map_err(storage)
+    }
+}

@@ -1,0 +1,339 @@
+//! The story every storage backend must tell the same way. Each test runs once per backend.
+
+use serde_json::json;
+use state_core::ops::history::{HistoryOp, HistoryRequest};
+use state_core::ops::kv::{BatchGetRequest, DeleteRequest, GetRequest, ListRequest, SetRequest};
+use state_core::ops::{DeleteStatus, ReadStatus, WriteStatus};
+use state_store::{EngineConfig, EngineError};
+
+use crate::support::{Kind, Store, T0, counter, set_req, txn};
+
+macro_rules! for_each_backend {
+    ($($test:ident),* $(,)?) => {
+        mod redb_memory {
+            $(#[tokio::test] async fn $test() { super::$test(crate::support::Kind::RedbMemory).await })*
+        }
+        mod redb_file {
+            $(#[tokio::test] async fn $test() { super::$test(crate::support::Kind::RedbFile).await })*
+        }
+    };
+}
+
+for_each_backend!(
+    versions_and_revisions,
+    conditional_writes,
+    delete_and_recreate,
+    ttl_expiry,
+    transactions_are_all_or_nothing,
+    history_and_reads_in_the_past,
+    compaction,
+    listing,
+    batch_reads,
+    bad_input_changes_nothing,
+    health_reports_the_store,
+);
+
+async fn versions_and_revisions(kind: Kind) {
+    let s = Store::new(kind);
+    assert_eq!(s.revision().await, 0);
+    let a1 = s.set("a", json!(1)).await;
+    assert_eq!((a1.status, a1.version, a1.revision), (WriteStatus::Ok, 1, 1));
+    let b1 = s.set("b", json!("x")).await;
+    assert_eq!((b1.version, b1.revision), (1, 2));
+    let a2 = s.set("a", json!({"deep": [1, 2]})).await;
+    assert_eq!((a2.version, a2.revision), (2, 3));
+
+    let got = s.get("a").await;
+    assert_eq!(got.status, ReadStatus::Ok);
+    assert_eq!(got.value, Some(json!({"deep": [1, 2]})));
+    assert_eq!((got.version, got.revision, got.create_revision, got.mod_revision), (2, 3, Some(1), Some(3)));
+    assert_eq!(got.updated_at.as_deref(), Some("2026-11-21T00:00:00.000Z"));
+    let missing = s.get("nope").await;
+    assert_eq!((missing.status, missing.version, missing.revision), (ReadStatus::NotFound, 0, 3));
+}
+
+async fn conditional_writes(kind: Kind) {
+    let s = Store::new(kind);
+    let created = s.engine.set(set_req("k", counter(0), Some(0))).await.unwrap();
+    assert_eq!((created.status, created.version), (WriteStatus::Ok, 1));
+    let again = s.engine.set(set_req("k", counter(9), Some(0))).await.unwrap();
+    assert_eq!((again.status, again.version, again.value.clone()), (WriteStatus::Conflict, 1, Some(counter(0))));
+    assert_eq!(again.revision, 1, "a conflict reports the current revision and consumes none");
+
+    let hit = s.cas("k", counter(1), 1).await;
+    assert_eq!((hit.status, hit.version, hit.revision), (WriteStatus::Ok, 2, 2));
+    let stale = s.cas("k", counter(99), 1).await;
+    assert_eq!((stale.status, stale.version, stale.expected_version), (WriteStatus::Conflict, 2, Some(1)));
+    assert_eq!(stale.value, Some(counter(1)), "conflict carries the current value");
+    // The conflict tells the caller exactly what to retry with.
+    let retry = s.cas("k", counter(2), stale.version).await;
+    assert_eq!((retry.status, retry.version), (WriteStatus::Ok, 3));
+
+    let on_missing = s.cas("missing", json!(1), 4).await;
+    assert_eq!((on_missing.status, on_missing.version, on_missing.value), (WriteStatus::Conflict, 0, None));
+    assert_eq!(s.get("k").await.value, Some(counter(2)));
+    assert_eq!(s.revision().await, 3);
+}
+
+async fn delete_and_recreate(kind: Kind) {
+    let s = Store::new(kind);
+    s.set("k", json!(1)).await;
+    s.set("k", json!(2)).await;
+    let del =
+        |expected| DeleteRequest { key: "k".into(), expected_version: expected, agent_id: Some("janitor".into()) };
+    let stale = s.engine.delete(del(Some(1))).await.unwrap();
+    assert_eq!((stale.status, stale.version, stale.value), (DeleteStatus::Conflict, 2, Some(json!(2))));
+    let gone = s.engine.delete(del(Some(2))).await.unwrap();
+    assert_eq!((gone.status, gone.version, gone.revision), (DeleteStatus::Ok, 2, 3));
+    let twice = s.engine.delete(del(None)).await.unwrap();
+    assert_eq!((twice.status, twice.revision), (DeleteStatus::NotFound, 3));
+    assert_eq!(s.get("k").await.status, ReadStatus::NotFound);
+    let reborn = s.set("k", json!(3)).await;
+    assert_eq!((reborn.version, reborn.revision), (1, 4), "a re-created key starts again at version 1");
+    assert_eq!(s.get("k").await.create_revision, Some(4));
+}
+
+async fn ttl_expiry(kind: Kind) {
+    let s = Store::new(kind);
+    let mut req = set_req("session", json!("warm"), None);
+    req.ttl_seconds = Some(1.5);
+    s.engine.set(req).await.unwrap();
+    s.set("forever", json!(1)).await;
+    let listed = |s: &Store| {
+        let engine = s.engine.clone();
+        async move {
+            let page = engine.list(ListRequest::default()).await.unwrap();
+            page.entries.into_iter().map(|e| e.key).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(s.get("session").await.expires_at.as_deref(), Some("2026-11-21T00:00:01.500Z"));
+
+    s.clock.advance_millis(1499);
+    assert_eq!(s.get("session").await.status, ReadStatus::Ok, "still live 1 ms before expiry");
+    s.clock.advance_millis(1);
+    assert_eq!(s.get("session").await.status, ReadStatus::NotFound, "invisible the instant it expires");
+    assert_eq!(listed(&s).await, vec!["forever"]);
+    let batch = s.engine.batch_get(BatchGetRequest { keys: vec!["session".into()] }).await.unwrap();
+    assert_eq!(batch.entries[0].status, ReadStatus::NotFound);
+
+    // Reads hide it before the sweeper runs; the sweep then records the expiry.
+    assert_eq!(s.engine.expire_due(100).await.unwrap(), 1);
+    assert_eq!(s.engine.expire_due(100).await.unwrap(), 0);
+    let history = s.engine.history(HistoryRequest { key: Some("session".into()), ..Default::default() }).await.unwrap();
+    let ops: Vec<_> = history.events.iter().map(|e| (e.op, e.version, e.time.as_str())).collect();
+    assert_eq!(
+        ops,
+        vec![(HistoryOp::Put, 1, "2026-11-21T00:00:00.000Z"), (HistoryOp::Expired, 1, "2026-11-21T00:00:01.500Z"),]
+    );
+    assert_eq!(s.engine.health().await.unwrap().keys, 1);
+
+    // An expired key can be created again, starting over at version 1.
+    let recreated = s.engine.set(set_req("session", json!("new"), Some(0))).await.unwrap();
+    assert_eq!((recreated.status, recreated.version), (WriteStatus::Ok, 1));
+}
+
+async fn transactions_are_all_or_nothing(kind: Kind) {
+    let s = Store::new(kind);
+    s.set("acct/a", json!(100)).await;
+    s.set("acct/b", json!(0)).await;
+    let transfer = |a_version: u64| {
+        txn(json!({
+            "compare": [{"key": "acct/a", "version": a_version}, {"key": "acct/b", "exists": true}],
+            "success": [
+                {"op": "put", "key": "acct/a", "value": 60},
+                {"op": "put", "key": "acct/b", "value": 40},
+                {"op": "put", "key": "log/1", "value": "moved 40"},
+            ],
+            "failure": [{"op": "get", "key": "acct/a"}],
+            "agent_id": "bank",
+        }))
+    };
+    let ok = s.engine.txn(transfer(1)).await.unwrap();
+    assert!(ok.succeeded);
+    assert_eq!(ok.revision, 3, "one revision for the whole transaction");
+    assert_eq!(ok.results.iter().map(|r| r.version).collect::<Vec<_>>(), vec![2, 2, 1]);
+    assert_eq!(s.get("acct/b").await.mod_revision, Some(3));
+
+    let replay = s.engine.txn(transfer(1)).await.unwrap();
+    assert!(!replay.succeeded);
+    assert_eq!(replay.failed_compares, vec![0]);
+    assert_eq!(replay.results[0].value, Some(json!(60)));
+    assert_eq!(replay.revision, 3, "the failure branch only read");
+    assert_eq!(s.revision().await, 3);
+
+    let history = s.engine.history(HistoryRequest::default()).await.unwrap();
+    let rev3: Vec<_> = history.events.iter().filter(|e| e.revision == 3).map(|e| e.key.as_str()).collect();
+    assert_eq!(rev3, vec!["acct/a", "acct/b", "log/1"]);
+    assert!(history.events.iter().filter(|e| e.revision == 3).all(|e| e.agent_id.as_deref() == Some("bank")));
+
+    let dup = txn(json!({"success": [{"op": "put", "key": "x", "value": 1}, {"op": "delete", "key": "x"}]}));
+    assert!(matches!(s.engine.txn(dup).await, Err(EngineError::Invalid(_))));
+    assert_eq!(s.get("x").await.status, ReadStatus::NotFound);
+}
+
+async fn history_and_reads_in_the_past(kind: Kind) {
+    let s = Store::new(kind);
+    s.set("doc", json!("v1")).await; // rev 1
+    s.set("other", json!(0)).await; // rev 2
+    s.set("doc", json!("v2")).await; // rev 3
+    s.engine.delete(DeleteRequest { key: "doc".into(), ..Default::default() }).await.unwrap(); // rev 4
+    s.set("doc", json!("v1-again")).await; // rev 5: version 1 of a new lifetime
+
+    let at = |version, revision| GetRequest { key: "doc".into(), version, revision };
+    let v2 = s.engine.get(at(Some(2), None)).await.unwrap();
+    assert_eq!((v2.status, v2.value.clone(), v2.mod_revision), (ReadStatus::Ok, Some(json!("v2")), Some(3)));
+    let v1 = s.engine.get(at(Some(1), None)).await.unwrap();
+    assert_eq!(v1.value, Some(json!("v1-again")), "a version is looked up in the latest lifetime that had it");
+    assert_eq!(s.engine.get(at(Some(7), None)).await.unwrap().status, ReadStatus::NotFound);
+
+    let expect = [(1, Some("v1")), (2, Some("v1")), (3, Some("v2")), (4, None), (5, Some("v1-again"))];
+    for (revision, value) in expect {
+        let got = s.engine.get(at(None, Some(revision))).await.unwrap();
+        assert_eq!(got.value, value.map(|v| json!(v)), "doc at revision {revision}");
+    }
+    let future = s.engine.get(at(None, Some(6))).await.unwrap_err();
+    assert!(future.to_string().contains("ahead of the store's current revision 5"), "{future}");
+
+    let all = s.engine.history(HistoryRequest { key: Some("doc".into()), ..Default::default() }).await.unwrap();
+    let ops: Vec<_> = all.events.iter().map(|e| (e.revision, e.op, e.version)).collect();
+    assert_eq!(
+        ops,
+        vec![(1, HistoryOp::Put, 1), (3, HistoryOp::Put, 2), (4, HistoryOp::Delete, 2), (5, HistoryOp::Put, 1)]
+    );
+
+    // Paging forward from a revision never skips or repeats an event.
+    let mut seen = Vec::new();
+    let mut since = 0;
+    loop {
+        let page = s
+            .engine
+            .history(HistoryRequest { since_revision: Some(since), n: Some(2), ..Default::default() })
+            .await
+            .unwrap();
+        seen.extend(page.events.iter().map(|e| e.revision));
+        match page.events.last() {
+            Some(last) if page.more => since = last.revision,
+            _ => break,
+        }
+    }
+    assert_eq!(seen, vec![1, 2, 3, 4, 5]);
+
+    let latest_two = s.engine.history(HistoryRequest { n: Some(2), ..Default::default() }).await.unwrap();
+    assert_eq!(latest_two.events.iter().map(|e| e.revision).collect::<Vec<_>>(), vec![4, 5]);
+    assert!(latest_two.more);
+    let prefixed = s.engine.history(HistoryRequest { prefix: Some("oth".into()), ..Default::default() }).await.unwrap();
+    assert_eq!(prefixed.events.len(), 1);
+    let no_values =
+        s.engine.history(HistoryRequest { include_values: Some(false), ..Default::default() }).await.unwrap();
+    assert!(no_values.events.iter().all(|e| e.value.is_none()));
+}
+
+async fn compaction(kind: Kind) {
+    let s = Store::new(kind);
+    for i in 0..10 {
+        s.set("k", counter(i)).await; // revisions 1..=10, versions 1..=10
+    }
+    assert_eq!(s.engine.compact_history(6).await.unwrap(), 6);
+    let err = s.engine.history(HistoryRequest { since_revision: Some(3), ..Default::default() }).await.unwrap_err();
+    assert!(matches!(err, EngineError::Compacted { compacted_revision: 6, .. }), "{err}");
+    let ok = s.engine.history(HistoryRequest { since_revision: Some(6), ..Default::default() }).await.unwrap();
+    assert_eq!(ok.events.first().map(|e| e.revision), Some(7));
+    assert_eq!(ok.compacted_revision, 6);
+    let past = s.engine.get(GetRequest { key: "k".into(), version: None, revision: Some(5) }).await.unwrap_err();
+    assert!(matches!(past, EngineError::Compacted { .. }), "{past}");
+    let old_version = s.engine.get(GetRequest { key: "k".into(), version: Some(3), revision: None }).await.unwrap_err();
+    assert!(matches!(old_version, EngineError::Compacted { .. }), "{old_version}");
+    let kept = s.engine.get(GetRequest { key: "k".into(), version: Some(8), revision: None }).await.unwrap();
+    assert_eq!(kept.value, Some(counter(7)));
+    assert_eq!(s.get("k").await.value, Some(counter(9)), "compaction never touches current state");
+    // Compacting past the present stops at the present.
+    assert_eq!(s.engine.compact_history(1_000).await.unwrap(), 10);
+    assert_eq!(s.get("k").await.version, 10);
+    let unchanged = s.engine.get(GetRequest { key: "k".into(), version: None, revision: Some(10) }).await;
+    assert!(matches!(unchanged, Err(EngineError::Compacted { .. })));
+}
+
+async fn listing(kind: Kind) {
+    let s = Store::new(kind);
+    for key in ["p/c", "p/a", "q/z", "p/b", "pa"] {
+        s.set(key, json!(key)).await;
+    }
+    let mut ttl = set_req("p/expiring", json!(0), None);
+    ttl.ttl_seconds = Some(1.0);
+    s.engine.set(ttl).await.unwrap();
+    s.clock.advance_millis(1000);
+
+    let mut keys = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = s
+            .engine
+            .list(ListRequest { prefix: "p/".into(), limit: Some(2), cursor, include_values: true })
+            .await
+            .unwrap();
+        assert!(page.entries.len() <= 2);
+        keys.extend(page.entries.iter().map(|e| (e.key.clone(), e.value.clone())));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    let expected: Vec<_> = ["p/a", "p/b", "p/c"].iter().map(|k| (k.to_string(), Some(json!(k)))).collect();
+    assert_eq!(keys, expected);
+    let all = s.engine.list(ListRequest::default()).await.unwrap();
+    assert_eq!(all.entries.len(), 5);
+    assert!(all.entries.iter().all(|e| e.value.is_none()));
+    assert_eq!(all.revision, 6);
+}
+
+async fn batch_reads(kind: Kind) {
+    let s = Store::new(kind);
+    s.set("a", json!(1)).await;
+    s.set("b", json!(2)).await;
+    let batch = s.engine.batch_get(BatchGetRequest { keys: vec!["b".into(), "zz".into(), "a".into()] }).await.unwrap();
+    assert_eq!(batch.revision, 2);
+    let got: Vec<_> = batch.entries.iter().map(|e| (e.key.as_str(), e.status, e.value.clone())).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("b", ReadStatus::Ok, Some(json!(2))),
+            ("zz", ReadStatus::NotFound, None),
+            ("a", ReadStatus::Ok, Some(json!(1)))
+        ]
+    );
+}
+
+async fn bad_input_changes_nothing(kind: Kind) {
+    let config = EngineConfig { limits: state_core::Limits { max_value_bytes: 64 }, ..EngineConfig::default() };
+    let s = Store::with_config(kind, config);
+    s.set("ok", json!(1)).await;
+    let bad: Vec<SetRequest> = vec![
+        set_req("", json!(1), None),
+        set_req(&"k".repeat(513), json!(1), None),
+        set_req("bad\nkey", json!(1), None),
+        set_req("big", json!("x".repeat(100)), None),
+        SetRequest { ttl_seconds: Some(-1.0), ..set_req("ttl", json!(1), None) },
+        SetRequest { agent_id: Some(String::new()), ..set_req("agent", json!(1), None) },
+    ];
+    for req in bad {
+        let err = s.engine.set(req.clone()).await.unwrap_err();
+        assert!(matches!(err, EngineError::Invalid(_)), "{req:?}: {err}");
+    }
+    let oversized_in_txn = txn(json!({"success": [{"op": "put", "key": "a", "value": "y".repeat(100)}]}));
+    assert!(s.engine.txn(oversized_in_txn).await.is_err());
+    assert_eq!(s.revision().await, 1, "nothing was written");
+    assert_eq!(s.engine.health().await.unwrap().keys, 1);
+}
+
+async fn health_reports_the_store(kind: Kind) {
+    let s = Store::new(kind);
+    s.set("a", json!(1)).await;
+    s.clock.advance_millis(61_000);
+    let health = s.engine.health().await.unwrap();
+    assert_eq!((health.backend.as_str(), health.revision, health.keys, health.uptime_seconds), ("redb", 1, 1, 61));
+    match kind {
+        Kind::RedbFile => assert!(health.database_bytes.is_some_and(|b| b > 0)),
+        Kind::RedbMemory => assert_eq!(health.database_bytes, None),
+    }
+    let _ = T0;
+}
