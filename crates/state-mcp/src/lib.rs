@@ -1,0 +1,43 @@
+//! `state-mcp`: the state store as an MCP server over stdio.
+//!
+//! This crate only translates the protocol: tools are generated from the operation catalog in
+//! `state-core`, calls go through `state_store::dispatch`, and results are rendered as MCP tool
+//! results in one place (`render`). The server is generic over any byte stream, so tests can
+//! drive it through in-memory pipes as well as through the real binary.
+
+// stdout belongs to the MCP protocol.
+#![deny(clippy::print_stdout)]
+
+mod docs;
+mod legacy_json;
+mod options;
+mod render;
+mod server;
+mod tools;
+
+pub use options::{Options, ProfileArg};
+pub use server::StateServer;
+
+use rmcp::ServiceExt;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// Why serving stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    #[error("the MCP client did not complete the handshake: {0}")]
+    Handshake(String),
+    #[error("the MCP session ended with an internal error: {0}")]
+    Session(String),
+}
+
+/// Serves MCP on a byte stream until the client disconnects (EOF).
+pub async fn serve<R, W>(server: StateServer, reader: R, writer: W) -> Result<(), ServeError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let running = server.serve((reader, writer)).await.map_err(|e| ServeError::Handshake(e.to_string()))?;
+    running.waiting().await.map_err(|e| ServeError::Session(e.to_string()))?;
+    Ok(())
+}
