@@ -1,0 +1,82 @@
+//! Bad input gets a clear error naming the argument and the fix; nothing is written and the
+//! server keeps serving.
+
+use serde_json::{Value, json};
+
+use crate::TestServer;
+
+fn tool_error(server: &mut TestServer, tool: &str, args: Value) -> String {
+    let result = server.client.call(tool, args.clone()).expect("the call itself is answered");
+    assert!(result.is_error, "{tool} {args} should fail, got {}", result.text);
+    result.text
+}
+
+#[test]
+fn invalid_arguments_are_explained_and_change_nothing() {
+    let mut s = TestServer::start(&["--max-value-bytes", "1024"]);
+    let cases: Vec<(&str, Value, &[&str])> = vec![
+        ("state_set", json!({"key": "", "value": 1}), &["`key`", "empty"]),
+        ("state_set", json!({"key": "k".repeat(513), "value": 1}), &["`key`", "513 bytes", "512"]),
+        ("state_set", json!({"key": "bell\u{7}", "value": 1}), &["`key`", "control character", "U+0007"]),
+        ("state_set", json!({"key": "big", "value": "x".repeat(2000)}), &["`value`", "1024-byte"]),
+        ("state_set", json!({"key": "k"}), &["missing field `value`"]),
+        (
+            "state_set",
+            json!({"key": "k", "value": 1, "expected_version": "x"}),
+            &["`expected_version`", "invalid type"],
+        ),
+        ("state_set", json!({"key": "k", "value": 1, "expected_version": -3}), &["`expected_version`"]),
+        ("state_set", json!({"key": 42, "value": 1}), &["`key`", "invalid type"]),
+        ("state_set", json!({"key": "k", "value": 1, "ttl": 5}), &["unknown field `ttl`", "ttl_seconds"]),
+        ("state_set", json!({"key": "k", "value": 1, "ttl_seconds": 0}), &["`ttl_seconds`"]),
+        ("state_get", json!({"key": "k", "version": 1, "revision": 1}), &["`version`", "`revision`"]),
+        ("state_delete", json!({"key": "k", "expected_version": 0}), &["`expected_version`"]),
+        ("state_list", json!({"limit": 5000}), &["`limit`", "1000"]),
+        ("state_list", json!({"cursor": "forged"}), &["`cursor`", "next_cursor"]),
+        ("state_batch_get", json!({"keys": []}), &["`keys`"]),
+        ("state_txn", json!({"compare": [{"key": "a"}]}), &["compare", "exactly one of"]),
+        (
+            "state_txn",
+            json!({"success": [{"op": "put", "key": "a", "value": 1}, {"op": "put", "key": "a", "value": 2}]}),
+            &["more than once"],
+        ),
+        ("state_txn", json!({"success": [{"op": "upsert", "key": "a"}]}), &["upsert"]),
+        ("history_log", json!({"key": "a", "prefix": "b"}), &["`key`", "`prefix`"]),
+    ];
+    for (tool, args, needles) in cases {
+        let text = tool_error(&mut s, tool, args.clone());
+        for needle in needles {
+            assert!(text.contains(needle), "{tool} {args}: {text:?} lacks {needle:?}");
+        }
+    }
+    let health = s.client.call("state_health", json!({})).unwrap().json();
+    assert_eq!((health["revision"].as_u64(), health["keys"].as_u64()), (Some(0), Some(0)), "nothing was written");
+}
+
+#[test]
+fn protocol_garbage_is_survived() {
+    let mut s = TestServer::start(&[]);
+    // Not JSON at all: ignored (there is no id to answer).
+    s.client.send_raw("{this is not json").unwrap();
+    s.client.send_raw("").unwrap();
+    // JSON, but not a JSON-RPC message: an Invalid Request error.
+    s.client.send_raw(r#"{"hello": "world"}"#).unwrap();
+    let invalid = s.client.next_message(std::time::Duration::from_secs(10)).unwrap();
+    assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
+    // A tools/call without params, and an unknown method.
+    let no_params = s.client.request("tools/call", json!(null)).unwrap();
+    assert!(no_params["error"]["code"].is_i64(), "{no_params}");
+    let unknown_method = s.client.request("state/explode", json!({})).unwrap();
+    assert_eq!(unknown_method["error"]["code"], -32601, "{unknown_method}");
+    // An unknown tool is a protocol error naming the tools that exist.
+    let unknown_tool = s.client.request("tools/call", json!({"name": "state_put", "arguments": {}})).unwrap();
+    assert_eq!(unknown_tool["error"]["code"], -32602);
+    assert!(unknown_tool["error"]["message"].as_str().unwrap().contains("state_set"), "{unknown_tool}");
+    // Arguments that are not an object.
+    let not_object = s.client.request("tools/call", json!({"name": "state_get", "arguments": [1, 2]})).unwrap();
+    assert!(not_object.get("error").is_some() || not_object["result"]["isError"] == true, "{not_object}");
+
+    // Still serving, with nothing written.
+    let set = s.client.call("state_set", json!({"key": "alive", "value": true})).unwrap();
+    assert_eq!(set.json()["revision"], 1);
+}

@@ -1,0 +1,123 @@
+//! The protocol surface: both MCP eras, tool definitions, resources.
+
+use serde_json::{Value, json};
+use state_e2e::ProtocolEra;
+
+use crate::TestServer;
+
+const NATIVE_TOOLS: [&str; 8] = [
+    "state_get",
+    "state_set",
+    "state_delete",
+    "state_list",
+    "state_batch_get",
+    "state_txn",
+    "history_log",
+    "state_health",
+];
+
+fn tools(server: &mut TestServer) -> Vec<Value> {
+    let listed = server.client.request("tools/list", json!({})).expect("tools/list");
+    listed["result"]["tools"].as_array().cloned().expect("tools array")
+}
+
+#[test]
+fn an_unusable_database_path_fails_before_serving() {
+    let mut client =
+        state_e2e::McpClient::spawn(crate::binary(), &["--db", "/dev/null/not-a-dir/state.redb"]).expect("spawn");
+    let status = client.wait_exit(std::time::Duration::from_secs(10)).expect("exits instead of serving");
+    assert!(!status.success());
+    let stderr = client.stderr();
+    assert!(stderr.contains("state-mcp: error:") && stderr.contains("/dev/null/not-a-dir"), "{stderr}");
+}
+
+#[test]
+fn both_protocol_eras_are_served() {
+    let mut legacy = TestServer::start_era(&[], ProtocolEra::Legacy);
+    let set = legacy.client.call("state_set", json!({"key": "era", "value": "legacy"})).expect("legacy call");
+    assert_eq!(set.json()["status"], "ok");
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.redb");
+    let mut modern = state_e2e::McpClient::spawn(crate::binary(), &["--db", &db.to_string_lossy()]).unwrap();
+    let discovered = modern.handshake(ProtocolEra::Modern).expect("server/discover");
+    let versions: Vec<&str> =
+        discovered["supportedVersions"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(versions.contains(&"2026-07-28") && versions.contains(&"2025-11-25"), "{versions:?}");
+    assert_eq!(discovered["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "state");
+    assert_eq!(discovered["_meta"]["io.modelcontextprotocol/serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    let set = modern.call("state_set", json!({"key": "era", "value": "modern"})).expect("modern call");
+    assert_eq!((set.json()["status"].clone(), set.json()["version"].clone()), (json!("ok"), json!(1)));
+}
+
+#[test]
+fn server_info_names_this_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.redb");
+    let mut client = state_e2e::McpClient::spawn(crate::binary(), &["--db", &db.to_string_lossy()]).unwrap();
+    let info = client.handshake(ProtocolEra::Legacy).unwrap();
+    assert_eq!(info["serverInfo"]["name"], "state");
+    assert_eq!(info["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(info["protocolVersion"], "2025-11-25");
+    assert!(info["instructions"].as_str().is_some_and(|i| i.contains("expected_version")));
+}
+
+#[test]
+fn tools_carry_titles_annotations_and_output_schemas() {
+    let mut server = TestServer::start(&[]);
+    let tools = tools(&mut server);
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, NATIVE_TOOLS, "native tools only, in a stable order");
+    for tool in &tools {
+        let name = tool["name"].as_str().unwrap();
+        assert!(tool["title"].is_string(), "{name} has a title");
+        assert_eq!(tool["inputSchema"]["type"], "object", "{name}");
+        assert_eq!(tool["outputSchema"]["type"], "object", "{name}");
+        assert_eq!(tool["annotations"]["openWorldHint"], false, "{name}");
+        let read_only = matches!(name, "state_get" | "state_list" | "state_batch_get" | "history_log" | "state_health");
+        assert_eq!(tool["annotations"]["readOnlyHint"], read_only, "{name}");
+        if !read_only {
+            assert_eq!(tool["annotations"]["destructiveHint"], true, "{name}");
+            assert_eq!(tool["annotations"]["idempotentHint"], name == "state_delete", "{name}");
+        }
+    }
+    // The whole tool list is what every client pays for in context: keep it small.
+    let size = serde_json::to_string(&tools).unwrap().len();
+    assert!(size < 16_000, "tool definitions are {size} bytes");
+}
+
+#[test]
+fn results_are_structured_and_textual() {
+    let mut server = TestServer::start(&[]);
+    let result = server.client.call("state_set", json!({"key": "k", "value": [1, "two"]})).unwrap();
+    let structured = result.structured.clone().expect("structuredContent");
+    let text: Value = serde_json::from_str(&result.text).expect("text is the same JSON");
+    assert_eq!(structured, text);
+    assert!(!result.is_error);
+}
+
+#[test]
+fn usage_docs_are_resources() {
+    let mut server = TestServer::start(&[]);
+    let listed = server.client.request("resources/list", json!({})).unwrap();
+    let uris: Vec<&str> =
+        listed["result"]["resources"].as_array().unwrap().iter().filter_map(|r| r["uri"].as_str()).collect();
+    assert_eq!(uris, ["state://docs/usage", "state://docs/keys", "state://docs/what-not-to-store"]);
+    let read = server.client.request("resources/read", json!({"uri": "state://docs/usage"})).unwrap();
+    let content = &read["result"]["contents"][0];
+    assert_eq!(content["mimeType"], "text/markdown");
+    assert!(content["text"].as_str().unwrap().contains("expected_version"));
+    let missing = server.client.request("resources/read", json!({"uri": "state://docs/none"})).unwrap();
+    assert!(missing["error"]["code"].is_i64(), "{missing}");
+    assert_eq!(missing["error"]["data"]["uri"], "state://docs/none");
+}
+
+#[test]
+fn stdin_eof_ends_the_server_cleanly() {
+    let mut server = TestServer::start(&[]);
+    let holder_note = state_store::backend::redb::holder_note_path(&server.db);
+    assert!(holder_note.exists(), "the running server records itself as the holder");
+    let status = server.client.shutdown().expect("exits after EOF");
+    assert!(status.success(), "{status:?}");
+    assert!(!holder_note.exists(), "a clean exit removes the holder note; stderr: {}", server.client.stderr());
+}

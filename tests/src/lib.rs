@@ -1,0 +1,10 @@
+//! End-to-end harness for the `state` binaries.
+//!
+//! [`McpClient`] spawns a stdio MCP server as a child process and speaks newline-delimited
+//! JSON-RPC to it: the same bytes a real MCP client sends. Tests that need a binary live in
+//! that binary's crate (Cargo only gives a package's own tests its binary's path) and use this
+//! harness as a dev-dependency; the `state-bench` binary uses it too.
+
+mod mcp_client;
+
+pub use mcp_client::{McpClient, ProtocolEra, ToolResult, result_of, tool_result};
