@@ -1,0 +1,91 @@
+//! `cargo xtask`: the project's automation, in Rust so it runs wherever cargo does.
+//!
+//!   cargo xtask ci      format check, clippy with warnings denied, the whole test suite
+//!   cargo xtask dist    release builds of every binary, packed with SHA-256 checksums
+//!   cargo xtask bench   release benchmarks of the engine and the MCP server
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+mod dist;
+#[cfg(test)]
+mod tidy;
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (task, rest) = args.split_first().map_or(("help", &[][..]), |(t, r)| (t.as_str(), r));
+    match task {
+        "ci" => ci(),
+        "dist" => dist::dist(),
+        "bench" => bench(rest),
+        "help" | "--help" | "-h" => {
+            println!("{}", USAGE);
+            Ok(())
+        }
+        other => bail!("unknown task `{other}`\n\n{USAGE}"),
+    }
+}
+
+const USAGE: &str = "usage: cargo xtask <task>
+
+tasks:
+  ci      cargo fmt --check, cargo clippy -D warnings, cargo nextest run (all tests)
+  dist    release builds of every binary into dist/state-<version>-<target>.tar.gz + SHA256SUMS
+  bench   release benchmarks (engine writes/reads/CAS, MCP cold start and round trips);
+          extra arguments go to state-bench, e.g. `cargo xtask bench -- --seconds 5`";
+
+/// The workspace root (xtask lives one level below it).
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+pub(crate) fn cargo() -> Command {
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command.current_dir(root());
+    command
+}
+
+pub(crate) fn run(mut command: Command) -> Result<()> {
+    eprintln!("$ {}", describe(&command));
+    let status = command.status().with_context(|| format!("cannot run {}", describe(&command)))?;
+    if !status.success() {
+        bail!("`{}` failed with {status}", describe(&command));
+    }
+    Ok(())
+}
+
+fn describe(command: &Command) -> String {
+    std::iter::once(command.get_program().to_string_lossy().into_owned())
+        .chain(command.get_args().map(|a| a.to_string_lossy().into_owned()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn ci() -> Result<()> {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--check"]);
+    run(fmt)?;
+    let mut clippy = cargo();
+    clippy.args(["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]);
+    run(clippy)?;
+    let mut test = cargo();
+    test.args(["nextest", "run", "--workspace", "--locked"]);
+    run(test)?;
+    // nextest does not run doctests.
+    let mut doc = cargo();
+    doc.args(["test", "--workspace", "--doc", "--locked"]);
+    run(doc)
+}
+
+fn bench(extra: &[String]) -> Result<()> {
+    let mut build = cargo();
+    build.args(["build", "--release", "--locked", "-p", "state-mcp", "-p", "state-e2e"]);
+    run(build)?;
+    let release = root().join("target").join("release");
+    let mut bench = Command::new(release.join("state-bench"));
+    bench.arg("--server").arg(release.join("state-mcp"));
+    bench.args(extra.iter().filter(|a| *a != "--"));
+    run(bench)
+}

@@ -1,0 +1,128 @@
+//! Architecture rules, checked as tests (run by `cargo xtask ci` through nextest).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::{cargo, root};
+
+/// Normal (non-dev) dependencies of every workspace package, by package name.
+fn dependency_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let output = cargo().args(["metadata", "--format-version", "1", "--no-deps", "--offline"]).output();
+    let output = output.expect("cargo metadata runs");
+    assert!(output.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr));
+    let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata JSON");
+    let mut graph = BTreeMap::new();
+    for package in metadata["packages"].as_array().expect("packages") {
+        let deps = package["dependencies"]
+            .as_array()
+            .expect("dependencies")
+            .iter()
+            .filter(|d| d["kind"].is_null())
+            .filter_map(|d| d["name"].as_str().map(str::to_owned))
+            .collect();
+        graph.insert(package["name"].as_str().expect("name").to_owned(), deps);
+    }
+    graph
+}
+
+#[test]
+fn core_stays_pure() {
+    let graph = dependency_graph();
+    let core = &graph["state-core"];
+    let forbidden = [
+        "tokio",
+        "redb",
+        "axum",
+        "rmcp",
+        "ratatui",
+        "clap",
+        "anyhow",
+        "tracing-subscriber",
+        "tokio-postgres",
+        "sqlx",
+        "reqwest",
+        "hyper",
+    ];
+    for name in forbidden {
+        assert!(
+            !core.contains(name),
+            "state-core must not depend on {name}: it does no IO and holds no frontend concerns"
+        );
+    }
+    assert!(core.iter().all(|d| !d.starts_with("state-")), "state-core depends on no other crate of ours: {core:?}");
+}
+
+#[test]
+fn layers_point_one_way() {
+    let graph = dependency_graph();
+    let frontends = ["state-mcp", "state-http", "state-cli"];
+    assert!(
+        !graph["state-store"].iter().any(|d| frontends.contains(&d.as_str())),
+        "the store never depends on a frontend"
+    );
+    for frontend in frontends.iter().filter(|f| graph.contains_key(**f)) {
+        for other in frontends.iter().filter(|o| o != &frontend) {
+            assert!(
+                !graph[*frontend].contains(*other),
+                "{frontend} depends on {other}: frontends never import each other"
+            );
+        }
+        assert!(!graph[*frontend].contains("redb"), "{frontend} touches redb directly; go through state_store::Engine");
+    }
+}
+
+#[test]
+fn libraries_do_not_use_anyhow_in_their_api() {
+    for library in ["state-core", "state-store"] {
+        let graph = dependency_graph();
+        assert!(!graph[library].contains("anyhow"), "{library} returns typed errors (thiserror), not anyhow");
+    }
+}
+
+#[test]
+fn the_mcp_server_never_prints_to_stdout() {
+    // stdout carries the protocol; one stray println! corrupts a client's session.
+    let src = root().join("crates/state-mcp/src");
+    for file in rust_files(&src) {
+        let text = std::fs::read_to_string(&file).expect("readable source");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for macro_name in ["println!", "print!"] {
+                let stdout_print = code.match_indices(macro_name).any(|(at, _)| {
+                    // `eprintln!` and `eprint!` write to stderr, which is where logs belong.
+                    !code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                });
+                assert!(!stdout_print, "{}:{}: prints to stdout", file.display(), n + 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn crates_follow_the_layout() {
+    for entry in std::fs::read_dir(root().join("crates")).expect("crates/") {
+        let dir = entry.expect("entry").path();
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("every crate has a manifest");
+        let folder = dir.file_name().and_then(|n| n.to_str()).expect("folder name");
+        assert!(
+            manifest.contains(&format!("name = \"{folder}\"")),
+            "crates/{folder}: folder name and package name differ"
+        );
+        assert!(manifest.contains("[lints]\nworkspace = true"), "crates/{folder} must use the workspace lints");
+    }
+}
+
+fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("readable dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
