@@ -238,17 +238,8 @@ impl McpClient {
     /// Closes stdin (the client going away) and waits for the server to exit.
     pub fn shutdown(&mut self) -> Result<ExitStatus> {
         drop(self.stdin.take());
-        let deadline = Instant::now() + RESPONSE_TIMEOUT;
-        loop {
-            if let Some(status) = self.child.try_wait()? {
-                self.drain_stderr();
-                return Ok(status);
-            }
-            if Instant::now() > deadline {
-                bail!("server did not exit after stdin closed; stderr:\n{}", self.stderr());
-            }
-            thread::sleep(Duration::from_millis(5));
-        }
+        self.wait_exit(RESPONSE_TIMEOUT)
+            .with_context(|| format!("server did not exit after stdin closed; stderr:\n{}", self.stderr()))
     }
 
     /// SIGKILL: the process gets no chance to clean up.

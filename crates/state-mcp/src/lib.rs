@@ -37,7 +37,13 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let running = server.serve((reader, writer)).await.map_err(|e| ServeError::Handshake(e.to_string()))?;
+    let running = match server.serve((reader, writer)).await {
+        Ok(running) => running,
+        // The client went away before saying anything (or a person pressed Ctrl-D at the
+        // prompt): nothing was started, so that is a normal end, not a failure.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(e) => return Err(ServeError::Handshake(e.to_string())),
+    };
     running.waiting().await.map_err(|e| ServeError::Session(e.to_string()))?;
     Ok(())
 }

@@ -16,11 +16,10 @@ use state_store::{Engine, EngineConfig, RedbBackend, SystemClock};
 
 /// Durable, atomic, shared state for AI agents, served over MCP on stdin/stdout.
 ///
-/// Start it from an MCP client, for example:
-///   claude mcp add state -- state-mcp
-/// Every client that starts it with the same --db shares one store.
+/// An MCP client starts this process and talks to it over stdin/stdout. Every client that
+/// starts it with the same --db reaches the same store.
 #[derive(Debug, Parser)]
-#[command(version, about, long_about, max_term_width = 100)]
+#[command(version, about, long_about, max_term_width = 100, after_help = EXAMPLES, after_long_help = EXAMPLES)]
 struct Args {
     /// Database file [default: $XDG_DATA_HOME/state/state.redb, i.e. ~/.local/share/state/state.redb]
     #[arg(long, env = "STATE_DB", value_name = "PATH")]
@@ -42,6 +41,11 @@ struct Args {
     #[arg(long, env = "STATE_LOG", default_value = "info,rmcp=warn")]
     log: String,
 }
+
+const EXAMPLES: &str = "Examples:
+  claude mcp add state -- state-mcp                      register with Claude Code
+  claude mcp add state -- state-mcp --db ~/agents.redb   a specific database
+  state-mcp --compat agentcheckpoint                     also serve agentcheckpoint's tools";
 
 fn main() -> ExitCode {
     let args = Args::parse();

@@ -121,3 +121,13 @@ fn stdin_eof_ends_the_server_cleanly() {
     assert!(status.success(), "{status:?}");
     assert!(!holder_note.exists(), "a clean exit removes the holder note; stderr: {}", server.client.stderr());
 }
+
+#[test]
+fn a_client_leaving_before_the_handshake_is_a_normal_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.redb");
+    let mut client = state_e2e::McpClient::spawn(crate::binary(), &["--db", &db.to_string_lossy()]).unwrap();
+    let status = client.shutdown().expect("exits on EOF");
+    assert!(status.success(), "{status:?}: {}", client.stderr());
+    assert!(!client.stderr().contains("error"), "{}", client.stderr());
+}

@@ -2,9 +2,8 @@
 
 use serde_json::json;
 use state_core::ops::WriteStatus;
-use state_core::ops::history::HistoryRequest;
 
-use crate::support::{Kind, Store, counter};
+use crate::support::{Kind, Store, counter, history_since};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_read_cas_loops_lose_no_update() {
@@ -47,20 +46,7 @@ async fn concurrent_read_cas_loops_lose_no_update() {
     assert!(conflicts > 0, "the workers really raced ({conflicts} conflicts)");
 
     // History holds exactly one put per successful increment, versions contiguous.
-    let mut since = 0;
-    let mut versions = Vec::new();
-    loop {
-        let page = store
-            .engine
-            .history(HistoryRequest { since_revision: Some(since), n: Some(1000), ..Default::default() })
-            .await
-            .unwrap();
-        versions.extend(page.events.iter().map(|e| e.version));
-        match page.events.last() {
-            Some(e) if page.more => since = e.revision,
-            _ => break,
-        }
-    }
+    let versions: Vec<u64> = history_since(&store.engine, 0, 1000).await.iter().map(|e| e.version).collect();
     assert_eq!(versions, (1..=total + 1).collect::<Vec<_>>());
     let stats = store.engine.batch_stats();
     assert!(stats.largest > 1, "concurrent writes shared transactions: {stats:?}");

@@ -6,7 +6,7 @@ use state_core::ops::kv::{BatchGetRequest, DeleteRequest, GetRequest, ListReques
 use state_core::ops::{DeleteStatus, ReadStatus, WriteStatus};
 use state_store::{EngineConfig, EngineError};
 
-use crate::support::{Kind, Store, T0, counter, set_req, txn};
+use crate::support::{Kind, Store, T0, counter, history_since, set_req, txn};
 
 macro_rules! for_each_backend {
     ($($test:ident),* $(,)?) => {
@@ -202,20 +202,7 @@ async fn history_and_reads_in_the_past(kind: Kind) {
     );
 
     // Paging forward from a revision never skips or repeats an event.
-    let mut seen = Vec::new();
-    let mut since = 0;
-    loop {
-        let page = s
-            .engine
-            .history(HistoryRequest { since_revision: Some(since), n: Some(2), ..Default::default() })
-            .await
-            .unwrap();
-        seen.extend(page.events.iter().map(|e| e.revision));
-        match page.events.last() {
-            Some(last) if page.more => since = last.revision,
-            _ => break,
-        }
-    }
+    let seen: Vec<u64> = history_since(&s.engine, 0, 2).await.iter().map(|e| e.revision).collect();
     assert_eq!(seen, vec![1, 2, 3, 4, 5]);
 
     let latest_two = s.engine.history(HistoryRequest { n: Some(2), ..Default::default() }).await.unwrap();

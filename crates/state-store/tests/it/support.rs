@@ -2,6 +2,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use state_core::UnixMillis;
+use state_core::ops::history::{HistoryEvent, HistoryRequest};
 use state_core::ops::kv::{GetRequest, GetResult, SetRequest, SetResult};
 use state_store::backend::Backend;
 use state_store::{Engine, EngineConfig, ManualClock, RedbBackend};
@@ -56,6 +57,21 @@ impl Store {
 
     pub(crate) async fn revision(&self) -> u64 {
         self.engine.health().await.expect("health").revision
+    }
+}
+
+/// Every history event after `since`, read page by page the way a client catches up.
+pub(crate) async fn history_since(engine: &Engine, since: u64, page: usize) -> Vec<HistoryEvent> {
+    let mut events = Vec::new();
+    let mut since = since;
+    loop {
+        let req = HistoryRequest { since_revision: Some(since), n: Some(page), ..Default::default() };
+        let got = engine.history(req).await.expect("history");
+        events.extend(got.events.iter().cloned());
+        match got.events.last() {
+            Some(last) if got.more => since = last.revision,
+            _ => return events,
+        }
     }
 }
 
