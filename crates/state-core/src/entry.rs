@@ -50,15 +50,69 @@ impl EventKind {
     }
 }
 
+/// The domain transition behind a change to a system record (a lease, a run, a session).
+/// User key changes carry none: their `EventKind` says it all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    LeaseGrant,
+    LeaseRenew,
+    LeaseRelease,
+    LeaseExpire,
+    RunCreate,
+    RunClaim,
+    RunReclaim,
+    RunHeartbeat,
+    RunCheckpoint,
+    RunComplete,
+    RunFail,
+    RunRetry,
+    RunCancel,
+    RunClaimExpire,
+    SessionSave,
+    StoreReset,
+}
+
+impl Action {
+    pub const ALL: [Action; 16] = [
+        Action::LeaseGrant,
+        Action::LeaseRenew,
+        Action::LeaseRelease,
+        Action::LeaseExpire,
+        Action::RunCreate,
+        Action::RunClaim,
+        Action::RunReclaim,
+        Action::RunHeartbeat,
+        Action::RunCheckpoint,
+        Action::RunComplete,
+        Action::RunFail,
+        Action::RunRetry,
+        Action::RunCancel,
+        Action::RunClaimExpire,
+        Action::SessionSave,
+        Action::StoreReset,
+    ];
+
+    /// A stable one-byte code for storage; 0 means "no action".
+    pub fn code(self) -> u8 {
+        Action::ALL.iter().position(|a| *a == self).map_or(0, |i| i as u8 + 1)
+    }
+
+    pub fn from_code(code: u8) -> Option<Action> {
+        code.checked_sub(1).and_then(|i| Action::ALL.get(usize::from(i)).copied())
+    }
+}
+
 /// One change in the history log. Events of one transaction share its revision.
 ///
 /// For a put, `version` and `value` are the new ones; for a delete or an expiry, `version` is
-/// the version that was removed and `value` is `None`.
+/// the version that was removed and `value` is `None`. Changes to system records carry the
+/// `action` they performed, and `value` holds that transition's details instead.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub revision: u64,
     pub key: String,
     pub kind: EventKind,
+    pub action: Option<Action>,
     pub version: u64,
     pub agent_id: Option<String>,
     pub time: UnixMillis,

@@ -11,13 +11,21 @@ pub mod cursor;
 pub mod entry;
 pub mod error;
 pub mod key;
+pub mod keyspace;
+pub mod lease;
 pub mod limits;
 pub mod occ;
 pub mod ops;
 pub mod plan;
+pub mod session;
+#[cfg(test)]
+mod testing;
 pub mod time;
+pub mod view;
+pub mod workflow;
 
-pub use entry::{Entry, Event, EventKind};
+pub use entry::{Action, Entry, Event, EventKind};
 pub use error::InvalidInput;
 pub use limits::Limits;
 pub use time::UnixMillis;
+pub use view::{MemoryView, StateView};

@@ -87,13 +87,7 @@ async fn engine_writes(writers: &[usize], duration: Duration) -> Result<()> {
                 let mut i = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     let t = Instant::now();
-                    let req = SetRequest {
-                        key: format!("w{w}/k{i}"),
-                        value: value_256(),
-                        expected_version: None,
-                        ttl_seconds: None,
-                        agent_id: None,
-                    };
+                    let req = SetRequest::new(format!("w{w}/k{i}"), value_256());
                     engine.set(req).await.expect("durable write");
                     latencies.push(t.elapsed());
                     i += 1;
@@ -134,13 +128,7 @@ async fn engine_reads(duration: Duration) -> Result<()> {
     for i in 0..keys {
         let engine = engine.clone();
         loads.push(tokio::spawn(async move {
-            let req = SetRequest {
-                key: format!("k{i}"),
-                value: value_256(),
-                expected_version: None,
-                ttl_seconds: None,
-                agent_id: None,
-            };
+            let req = SetRequest::new(format!("k{i}"), value_256());
             engine.set(req).await
         }));
         if loads.len() >= 512 {
@@ -207,15 +195,12 @@ async fn engine_cas(duration: Duration) -> Result<()> {
                         engine.get(GetRequest { key: key.clone(), version: None, revision: None }).await.expect("read");
                     let n = seen.value.as_ref().and_then(|v| v.as_u64()).unwrap_or(0);
                     let req = SetRequest {
-                        key: key.clone(),
-                        value: json!(n + 1),
                         expected_version: Some(seen.version),
-                        ttl_seconds: None,
-                        agent_id: None,
+                        ..SetRequest::new(key.clone(), json!(n + 1))
                     };
                     match engine.set(req).await.expect("cas").status {
                         WriteStatus::Ok => ok.fetch_add(1, Ordering::Relaxed),
-                        WriteStatus::Conflict => conflicts.fetch_add(1, Ordering::Relaxed),
+                        WriteStatus::Conflict | WriteStatus::Fenced => conflicts.fetch_add(1, Ordering::Relaxed),
                     };
                 }
             }));

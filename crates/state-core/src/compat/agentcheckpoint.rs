@@ -73,7 +73,7 @@ pub fn set_request(key: String, value: Value, expected_version: i64) -> SetReque
         -1 => None,
         n => Some(u64::try_from(n).unwrap_or(u64::MAX)),
     };
-    SetRequest { key, value, expected_version, ttl_seconds: None, agent_id: None }
+    SetRequest { expected_version, ..SetRequest::new(key, value) }
 }
 
 pub fn set_response(expected_version: i64, result: &SetResult) -> Value {
@@ -91,7 +91,8 @@ pub fn set_response(expected_version: i64, result: &SetResult) -> Value {
             "key": key,
             "message": format!("`{key}` does not exist: pass expected_version=0 to create it, or use force_set_state."),
         }),
-        WriteStatus::Conflict => json!({
+        // That server had no fencing; its tools never send a lease, so nothing is fenced here.
+        WriteStatus::Conflict | WriteStatus::Fenced => json!({
             "status": "conflict",
             "key": key,
             "expected_version": expected_version,
@@ -115,7 +116,7 @@ pub fn get_response(result: &GetResult) -> Value {
 }
 
 pub fn delete_request(key: String) -> DeleteRequest {
-    DeleteRequest { key, expected_version: None, agent_id: None }
+    DeleteRequest { key, ..DeleteRequest::default() }
 }
 
 /// That server reports every delete as done, whether or not the key existed.

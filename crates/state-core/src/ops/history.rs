@@ -6,16 +6,19 @@ use serde_json::Value;
 
 use super::kv::page_size;
 use super::present;
-use crate::entry::{Event, EventKind};
+use crate::entry::{Action, Event, EventKind};
 use crate::error::InvalidInput;
 use crate::key::{validate_key, validate_prefix};
+use crate::keyspace::{self, Space};
 
 pub const DEFAULT_HISTORY_LIMIT: usize = 50;
 
-/// Which keys a history read covers.
+/// Which stored keys a history read covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyFilter {
     All,
+    /// Every user key, none of the store's own records.
+    UserKeys,
     Exact(String),
     Prefix(String),
 }
@@ -24,8 +27,43 @@ impl KeyFilter {
     pub fn matches(&self, key: &str) -> bool {
         match self {
             KeyFilter::All => true,
+            KeyFilter::UserKeys => keyspace::classify(key).0 == Space::Kv,
             KeyFilter::Exact(k) => k == key,
             KeyFilter::Prefix(p) => key.starts_with(p.as_str()),
+        }
+    }
+}
+
+/// What a history event is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryKind {
+    Kv,
+    Lease,
+    Workflow,
+    Session,
+    Store,
+}
+
+impl HistoryKind {
+    fn of(space: Space) -> HistoryKind {
+        match space {
+            Space::Kv => HistoryKind::Kv,
+            Space::Lease => HistoryKind::Lease,
+            Space::Claim | Space::Run | Space::Step | Space::Queue => HistoryKind::Workflow,
+            Space::Session | Space::SessionVersion => HistoryKind::Session,
+            Space::Store => HistoryKind::Store,
+        }
+    }
+
+    /// The space whose keys hold this kind's events.
+    fn space(self) -> Space {
+        match self {
+            HistoryKind::Kv => Space::Kv,
+            HistoryKind::Lease => Space::Lease,
+            HistoryKind::Workflow => Space::Run,
+            HistoryKind::Session => Space::Session,
+            HistoryKind::Store => Space::Store,
         }
     }
 }
@@ -34,10 +72,14 @@ impl KeyFilter {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryRequest {
-    /// Only this key.
+    /// Only this kind of record (kv, lease, workflow, session, store). With `key` or `prefix`
+    /// and no kind, kv is meant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<HistoryKind>,
+    /// Only this key (or lease resource, run id, session id, per `kind`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
-    /// Only keys with this prefix.
+    /// Only keys (or ids) with this prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
     /// Only events after this revision (pass the last revision you have seen).
@@ -56,6 +98,12 @@ impl HistoryRequest {
         if self.key.is_some() && self.prefix.is_some() {
             return Err(InvalidInput::MutuallyExclusive { first: "key", second: "prefix" });
         }
+        if self.kind == Some(HistoryKind::Store) && (self.key.is_some() || self.prefix.is_some()) {
+            return Err(InvalidInput::Malformed {
+                argument: "kind".into(),
+                message: "store events have no key: omit `key` and `prefix`".into(),
+            });
+        }
         if let Some(key) = &self.key {
             validate_key("key", key)?;
         }
@@ -66,11 +114,24 @@ impl HistoryRequest {
         Ok(())
     }
 
+    /// The stored keys this request covers.
     pub fn filter(&self) -> KeyFilter {
+        let kind = match (self.kind, &self.key, &self.prefix) {
+            (None, None, None) => return KeyFilter::All,
+            (None, _, _) => HistoryKind::Kv,
+            (Some(kind), _, _) => kind,
+        };
+        if kind == HistoryKind::Store {
+            return KeyFilter::Exact(keyspace::RESET_KEY.to_owned());
+        }
+        let space = kind.space();
         match (&self.key, &self.prefix) {
-            (Some(key), _) => KeyFilter::Exact(key.clone()),
-            (None, Some(prefix)) if !prefix.is_empty() => KeyFilter::Prefix(prefix.clone()),
-            _ => KeyFilter::All,
+            (Some(key), _) => KeyFilter::Exact(keyspace::key(space, key)),
+            (None, Some(prefix)) if !(prefix.is_empty() && space == Space::Kv) => {
+                KeyFilter::Prefix(keyspace::key(space, prefix))
+            }
+            _ if space == Space::Kv => KeyFilter::UserKeys,
+            _ => KeyFilter::Prefix(keyspace::prefix(space)),
         }
     }
 
@@ -79,20 +140,55 @@ impl HistoryRequest {
     }
 }
 
+/// What happened: put/delete/expired for keys; the transition for leases, runs, sessions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HistoryOp {
     Put,
     Delete,
     Expired,
+    Grant,
+    Renew,
+    Release,
+    Expire,
+    Create,
+    Claim,
+    Reclaim,
+    Heartbeat,
+    Checkpoint,
+    Complete,
+    Fail,
+    Retry,
+    Cancel,
+    ClaimExpired,
+    Save,
+    Reset,
 }
 
-impl From<EventKind> for HistoryOp {
-    fn from(kind: EventKind) -> HistoryOp {
-        match kind {
-            EventKind::Put => HistoryOp::Put,
-            EventKind::Delete => HistoryOp::Delete,
-            EventKind::Expired => HistoryOp::Expired,
+impl HistoryOp {
+    pub fn of(kind: EventKind, action: Option<Action>) -> HistoryOp {
+        match action {
+            Some(Action::LeaseGrant) => HistoryOp::Grant,
+            Some(Action::LeaseRenew) => HistoryOp::Renew,
+            Some(Action::LeaseRelease) => HistoryOp::Release,
+            Some(Action::LeaseExpire) => HistoryOp::Expire,
+            Some(Action::RunCreate) => HistoryOp::Create,
+            Some(Action::RunClaim) => HistoryOp::Claim,
+            Some(Action::RunReclaim) => HistoryOp::Reclaim,
+            Some(Action::RunHeartbeat) => HistoryOp::Heartbeat,
+            Some(Action::RunCheckpoint) => HistoryOp::Checkpoint,
+            Some(Action::RunComplete) => HistoryOp::Complete,
+            Some(Action::RunFail) => HistoryOp::Fail,
+            Some(Action::RunRetry) => HistoryOp::Retry,
+            Some(Action::RunCancel) => HistoryOp::Cancel,
+            Some(Action::RunClaimExpire) => HistoryOp::ClaimExpired,
+            Some(Action::SessionSave) => HistoryOp::Save,
+            Some(Action::StoreReset) => HistoryOp::Reset,
+            None => match kind {
+                EventKind::Put => HistoryOp::Put,
+                EventKind::Delete => HistoryOp::Delete,
+                EventKind::Expired => HistoryOp::Expired,
+            },
         }
     }
 }
@@ -100,9 +196,11 @@ impl From<EventKind> for HistoryOp {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HistoryEvent {
     pub revision: u64,
+    pub kind: HistoryKind,
+    /// The key, or the lease resource, run id or session id.
     pub key: String,
     pub op: HistoryOp,
-    /// Version written (put) or removed (delete, expired).
+    /// Version written (put) or removed (delete, expired) of the record.
     pub version: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
@@ -113,10 +211,12 @@ pub struct HistoryEvent {
 
 impl HistoryEvent {
     pub fn new(event: Event, include_value: bool) -> HistoryEvent {
+        let (space, id) = keyspace::classify(&event.key);
         HistoryEvent {
             revision: event.revision,
-            key: event.key,
-            op: event.kind.into(),
+            kind: HistoryKind::of(space),
+            key: id.to_owned(),
+            op: HistoryOp::of(event.kind, event.action),
             version: event.version,
             agent_id: event.agent_id,
             time: event.time.to_rfc3339(),

@@ -134,6 +134,12 @@ pub struct SetRequest {
     /// Who is writing; kept in history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// Refuse the write (status fenced) unless `token` is this lease's current token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
+    /// Your fencing token for `lease`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
 }
 
 impl SetRequest {
@@ -146,7 +152,36 @@ impl SetRequest {
         if let Some(agent) = &self.agent_id {
             validate_agent_id("agent_id", agent)?;
         }
-        Ok(())
+        validate_fence(&self.lease, self.token)
+    }
+
+    /// A plain write: no guard, no TTL, no agent.
+    pub fn new(key: impl Into<String>, value: Value) -> SetRequest {
+        SetRequest {
+            key: key.into(),
+            value,
+            expected_version: None,
+            ttl_seconds: None,
+            agent_id: None,
+            lease: None,
+            token: None,
+        }
+    }
+}
+
+/// `lease` and `token` come together, or not at all.
+pub(crate) fn validate_fence(lease: &Option<String>, token: Option<u64>) -> Result<(), InvalidInput> {
+    match (lease, token) {
+        (Some(lease), Some(_)) => validate_key("lease", lease),
+        (None, None) => Ok(()),
+        (Some(_), None) => Err(InvalidInput::Malformed {
+            argument: "token".into(),
+            message: "is missing: a write guarded by `lease` needs the token lease_acquire returned".into(),
+        }),
+        (None, Some(_)) => Err(InvalidInput::Malformed {
+            argument: "lease".into(),
+            message: "is missing: `token` guards a write only together with the lease it came from".into(),
+        }),
     }
 }
 
@@ -166,6 +201,9 @@ pub struct SetResult {
     /// On conflict, the version that was expected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_version: Option<u64>,
+    /// Why a write was fenced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// Delete a key, optionally only if its version matches.
@@ -178,6 +216,11 @@ pub struct DeleteRequest {
     pub expected_version: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// Refuse the delete (status fenced) unless `token` is this lease's current token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
 }
 
 impl DeleteRequest {
@@ -194,7 +237,7 @@ impl DeleteRequest {
         if let Some(agent) = &self.agent_id {
             validate_agent_id("agent_id", agent)?;
         }
-        Ok(())
+        validate_fence(&self.lease, self.token)
     }
 }
 
@@ -209,6 +252,9 @@ pub struct DeleteResult {
     /// On conflict, the current value.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     pub value: Option<Value>,
+    /// Why a delete was fenced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// List keys under a prefix in key order, a page at a time.

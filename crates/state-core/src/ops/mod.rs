@@ -2,10 +2,14 @@
 //! the MCP tools, the REST routes and the CLI. Field docs become schema descriptions that
 //! every MCP client pays for in context tokens, so they are short.
 
+pub mod admin;
 pub mod health;
 pub mod history;
 pub mod kv;
+pub mod lease;
+pub mod session;
 pub mod txn;
+pub mod workflow;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -29,12 +33,14 @@ pub enum ReadStatus {
 }
 
 /// Outcome of a put. On `conflict`, `expected_version` did not match and the result carries
-/// the current version and value.
+/// the current version and value. On `fenced`, the lease token was stale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WriteStatus {
     Ok,
     Conflict,
+    /// The write named a lease whose `token` is no longer current; nothing was written.
+    Fenced,
 }
 
 /// Outcome of a delete.
@@ -44,6 +50,7 @@ pub enum DeleteStatus {
     Ok,
     NotFound,
     Conflict,
+    Fenced,
 }
 
 /// Marker for results that always succeed when they return at all.

@@ -6,7 +6,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{OkStatus, ReadStatus, present};
+use super::{ReadStatus, present};
 use crate::entry::Entry;
 use crate::error::InvalidInput;
 use crate::key::{validate_agent_id, validate_key};
@@ -196,6 +196,11 @@ pub struct TxnRequest {
     pub failure: Vec<TxnOp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// Refuse the whole transaction (status fenced) unless `token` is this lease's current token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
 }
 
 impl TxnRequest {
@@ -226,16 +231,7 @@ impl TxnRequest {
         if let Some(agent) = &self.agent_id {
             validate_agent_id("agent_id", agent)?;
         }
-        Ok(())
-    }
-
-    /// Every key the transaction may look at, so the store can read them up front.
-    pub fn keys(&self) -> BTreeSet<&str> {
-        self.compare
-            .iter()
-            .map(|c| c.key.as_str())
-            .chain(self.success.iter().chain(&self.failure).map(TxnOp::key))
-            .collect()
+        super::kv::validate_fence(&self.lease, self.token)
     }
 }
 
@@ -260,9 +256,17 @@ pub struct TxnOpResult {
     pub value: Option<Value>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TxnStatus {
+    Ok,
+    /// The lease token was stale: nothing ran.
+    Fenced,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TxnResult {
-    pub status: OkStatus,
+    pub status: TxnStatus,
     /// True if every compare held and `success` ran; false if `failure` ran.
     pub succeeded: bool,
     /// Revision of this transaction if it wrote anything, else the current store revision.
@@ -271,4 +275,7 @@ pub struct TxnResult {
     pub failed_compares: Vec<usize>,
     /// One result per operation of the branch that ran.
     pub results: Vec<TxnOpResult>,
+    /// Why the transaction was fenced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }

@@ -1,67 +1,102 @@
 use super::{Changes, Plan, WriteContext};
-use crate::entry::{Entry, live};
+use crate::entry::live;
+use crate::lease::check_fence;
 use crate::occ::check_expected;
 use crate::ops::kv::{DeleteRequest, DeleteResult, SetRequest, SetResult};
 use crate::ops::{DeleteStatus, WriteStatus};
 use crate::time::ttl_millis;
+use crate::view::StateView;
 
-/// Plans a put. `stored` is the entry as the store holds it, possibly expired.
-pub fn plan_set(req: &SetRequest, stored: Option<&Entry>, ctx: &WriteContext) -> Plan<SetResult> {
-    let current = live(stored.cloned(), ctx.now);
+/// The refusal message when a guarded write's lease token is not current, else `None`.
+pub(crate) fn fenced<V: StateView + ?Sized>(
+    view: &V,
+    lease: &Option<String>,
+    token: Option<u64>,
+    ctx: &WriteContext,
+) -> Result<Option<String>, V::Error> {
+    let (Some(lease), Some(token)) = (lease, token) else { return Ok(None) };
+    Ok(check_fence(view, lease, token, ctx.now)?.err().map(|refusal| refusal.message(lease, token)))
+}
+
+/// Plans a put: the fence first, then the version guard, then the write.
+pub fn plan_set<V: StateView + ?Sized>(
+    view: &V,
+    req: &SetRequest,
+    ctx: &WriteContext,
+) -> Result<Plan<SetResult>, V::Error> {
+    let stored = view.get(&req.key)?;
+    let current = live(stored.clone(), ctx.now);
     let current_version = current.as_ref().map_or(0, |e| e.version);
-    if let Err(mismatch) = check_expected(current_version, req.expected_version) {
-        return Plan::unchanged(SetResult {
-            status: WriteStatus::Conflict,
+    let refused = |status, value, expected_version, message| {
+        Plan::unchanged(SetResult {
+            status,
             key: req.key.clone(),
-            version: mismatch.current,
+            version: current_version,
             revision: ctx.revision,
-            value: current.map(|e| e.value),
-            expected_version: Some(mismatch.expected),
-        });
+            value,
+            expected_version,
+            message,
+        })
+    };
+    if let Some(message) = fenced(view, &req.lease, req.token, ctx)? {
+        return Ok(refused(WriteStatus::Fenced, None, None, Some(message)));
+    }
+    if let Err(mismatch) = check_expected(current_version, req.expected_version) {
+        return Ok(refused(WriteStatus::Conflict, current.map(|e| e.value), Some(mismatch.expected), None));
     }
     // Validation already rejected a bad TTL; treat one that slipped through as "no TTL"
     // rather than panicking inside the writer.
     let ttl = req.ttl_seconds.and_then(|s| ttl_millis("ttl_seconds", s).ok());
     let mut changes = Changes::new(ctx, req.agent_id.as_deref());
-    let entry = changes.put(stored, &req.key, req.value.clone(), ttl);
+    let entry = changes.put(stored.as_ref(), &req.key, req.value.clone(), ttl);
     let revision = changes.revision();
-    changes.finish(SetResult {
+    Ok(changes.finish(SetResult {
         status: WriteStatus::Ok,
         key: entry.key,
         version: entry.version,
         revision,
         value: None,
         expected_version: None,
-    })
+        message: None,
+    }))
 }
 
 /// Plans a delete. Deleting an absent (or expired) key is `not_found` and changes nothing.
-pub fn plan_delete(req: &DeleteRequest, stored: Option<&Entry>, ctx: &WriteContext) -> Plan<DeleteResult> {
-    let current = live(stored.cloned(), ctx.now);
+pub fn plan_delete<V: StateView + ?Sized>(
+    view: &V,
+    req: &DeleteRequest,
+    ctx: &WriteContext,
+) -> Result<Plan<DeleteResult>, V::Error> {
+    let current = live(view.get(&req.key)?, ctx.now);
     let current_version = current.as_ref().map_or(0, |e| e.version);
-    let unchanged = |status, value| {
+    let refused = |status, value, message| {
         Plan::unchanged(DeleteResult {
             status,
             key: req.key.clone(),
             version: current_version,
             revision: ctx.revision,
             value,
+            message,
         })
     };
+    if let Some(message) = fenced(view, &req.lease, req.token, ctx)? {
+        return Ok(refused(DeleteStatus::Fenced, None, Some(message)));
+    }
     let Some(current) = current else {
-        return unchanged(DeleteStatus::NotFound, None);
+        return Ok(refused(DeleteStatus::NotFound, None, None));
     };
     if check_expected(current_version, req.expected_version).is_err() {
-        return unchanged(DeleteStatus::Conflict, Some(current.value));
+        return Ok(refused(DeleteStatus::Conflict, Some(current.value), None));
     }
     let mut changes = Changes::new(ctx, req.agent_id.as_deref());
     changes.delete(&current);
     let revision = changes.revision();
-    changes.finish(DeleteResult {
+    Ok(changes.finish(DeleteResult {
         status: DeleteStatus::Ok,
         key: current.key,
         version: current.version,
         revision,
         value: None,
-    })
+        message: None,
+    }))
 }

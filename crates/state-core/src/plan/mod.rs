@@ -1,5 +1,6 @@
-//! Write planning: given what the store holds now, decide the outcome of a write and the
-//! exact changes that carry it out. Pure; the store applies a plan inside one transaction.
+//! Write planning: given what the store holds now (through a [`StateView`]), decide the
+//! outcome of a write and the exact changes that carry it out. Pure; the store applies a plan
+//! inside one transaction.
 
 mod expire;
 mod kv;
@@ -11,7 +12,8 @@ pub use txn::plan_txn;
 
 use serde_json::Value;
 
-use crate::entry::{Entry, Event, EventKind};
+use crate::entry::{Action, Entry, Event, EventKind};
+use crate::keyspace::{self, Space};
 use crate::time::UnixMillis;
 
 /// The moment and store revision a write is planned against.
@@ -35,8 +37,8 @@ pub enum Mutation {
     Delete(String),
 }
 
-/// The decided outcome plus the changes to apply. A plan with no events changes nothing and
-/// consumes no revision; every plan that changes something records it in `events`.
+/// The decided outcome plus the changes to apply. A plan that changes nothing consumes no
+/// revision; one that changes anything commits as the next revision.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan<T> {
     pub outcome: T,
@@ -46,7 +48,7 @@ pub struct Plan<T> {
 
 impl<T> Plan<T> {
     pub fn commits(&self) -> bool {
-        !self.events.is_empty()
+        !self.events.is_empty() || !self.mutations.is_empty()
     }
 
     pub(crate) fn unchanged(outcome: T) -> Plan<T> {
@@ -56,6 +58,17 @@ impl<T> Plan<T> {
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Plan<U> {
         Plan { outcome: f(self.outcome), mutations: self.mutations, events: self.events }
     }
+}
+
+/// How a change shows up in history.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Record {
+    /// A user key: the event carries the value written.
+    Value,
+    /// A system record: the event names the transition and carries its details.
+    Transition(Action, Value),
+    /// Index maintenance: no event of its own (the transition it serves has one).
+    Silent,
 }
 
 /// Accumulates the mutations and events of one plan, all stamped with the next revision.
@@ -71,18 +84,40 @@ impl<'a> Changes<'a> {
         Changes { ctx, agent_id, mutations: Vec::new(), events: Vec::new() }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.events.is_empty()
+    pub(crate) fn now(&self) -> UnixMillis {
+        self.ctx.now
+    }
+
+    /// The revision this plan will commit as.
+    pub(crate) fn next_revision(&self) -> u64 {
+        self.ctx.next_revision()
+    }
+
+    /// Removes an index entry, silently (it has no history of its own).
+    pub(crate) fn drop_key(&mut self, key: &str) {
+        self.mutations.push(Mutation::Delete(key.to_owned()));
     }
 
     /// The revision the outcome reports: this write's if it changes anything, else the current.
     pub(crate) fn revision(&self) -> u64 {
-        if self.is_empty() { self.ctx.revision } else { self.ctx.next_revision() }
+        if self.mutations.is_empty() && self.events.is_empty() { self.ctx.revision } else { self.ctx.next_revision() }
     }
 
-    /// Writes `value` over whatever is stored. An expired entry still on disk is recorded as
-    /// expired first, and the new entry starts a fresh incarnation at version 1.
+    /// Writes a user key over whatever is stored.
     pub(crate) fn put(&mut self, stored: Option<&Entry>, key: &str, value: Value, ttl_millis: Option<u64>) -> Entry {
+        self.write(stored, key, value, ttl_millis, Record::Value)
+    }
+
+    /// Writes `value` under `key`. An expired entry still on disk is recorded as expired
+    /// first, and the new entry starts a fresh lifetime at version 1.
+    pub(crate) fn write(
+        &mut self,
+        stored: Option<&Entry>,
+        key: &str,
+        value: Value,
+        ttl_millis: Option<u64>,
+        record: Record,
+    ) -> Entry {
         let now = self.ctx.now;
         let live = match stored {
             Some(old) if old.is_expired(now) => {
@@ -102,31 +137,54 @@ impl<'a> Changes<'a> {
             expires_at: ttl_millis.map(|ms| now.plus_millis(ms)),
             agent_id: self.agent_id.map(str::to_owned),
         };
+        let (action, detail) = match record {
+            Record::Value => (None, Some(entry.value.clone())),
+            Record::Transition(action, detail) => (Some(action), Some(detail)),
+            Record::Silent => {
+                self.mutations.push(Mutation::Put(entry.clone()));
+                return entry;
+            }
+        };
         self.events.push(Event {
             revision,
             key: entry.key.clone(),
             kind: EventKind::Put,
+            action,
             version: entry.version,
             agent_id: entry.agent_id.clone(),
             time: now,
-            value: Some(entry.value.clone()),
+            value: detail,
         });
         self.mutations.push(Mutation::Put(entry.clone()));
         entry
     }
 
-    /// Deletes a live entry.
+    /// Deletes a user key.
     pub(crate) fn delete(&mut self, live: &Entry) {
+        self.remove(live, Record::Value);
+    }
+
+    /// Removes an entry, recording it as `record` says.
+    pub(crate) fn remove(&mut self, entry: &Entry, record: Record) {
+        let (action, detail) = match record {
+            Record::Value => (None, None),
+            Record::Transition(action, detail) => (Some(action), Some(detail)),
+            Record::Silent => {
+                self.mutations.push(Mutation::Delete(entry.key.clone()));
+                return;
+            }
+        };
         self.events.push(Event {
             revision: self.ctx.next_revision(),
-            key: live.key.clone(),
+            key: entry.key.clone(),
             kind: EventKind::Delete,
-            version: live.version,
+            action,
+            version: entry.version,
             agent_id: self.agent_id.map(str::to_owned),
             time: self.ctx.now,
-            value: None,
+            value: detail,
         });
-        self.mutations.push(Mutation::Delete(live.key.clone()));
+        self.mutations.push(Mutation::Delete(entry.key.clone()));
     }
 
     /// Removes an entry whose TTL ran out. The event is stamped with the instant it expired.
@@ -135,11 +193,18 @@ impl<'a> Changes<'a> {
         self.mutations.push(Mutation::Delete(expired.key.clone()));
     }
 
+    /// Records that an entry expired. Claims stay silent: the run's own transition says it.
     fn record_expiry(&mut self, expired: &Entry) {
+        let action = match keyspace::classify(&expired.key).0 {
+            Space::Lease => Some(Action::LeaseExpire),
+            Space::Claim => return,
+            _ => None,
+        };
         self.events.push(Event {
             revision: self.ctx.next_revision(),
             key: expired.key.clone(),
             kind: EventKind::Expired,
+            action,
             version: expired.version,
             agent_id: None,
             time: expired.expires_at.unwrap_or(self.ctx.now),

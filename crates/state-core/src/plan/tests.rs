@@ -1,5 +1,3 @@
-use std::collections::BTreeMap;
-
 use serde_json::{Value, json};
 
 use super::*;
@@ -8,6 +6,23 @@ use crate::ops::kv::{DeleteRequest, SetRequest};
 use crate::ops::txn::{Compare, TxnRequest};
 use crate::ops::{DeleteStatus, ReadStatus, WriteStatus};
 use crate::time::UnixMillis;
+use crate::view::MemoryView;
+
+/// A store holding at most `entry`.
+fn holding(entry: Option<Entry>) -> MemoryView {
+    let mut view = MemoryView::default();
+    if let Some(entry) = entry {
+        view.entries.insert(entry.key.clone(), entry);
+    }
+    view
+}
+
+fn ok<T>(result: Result<T, std::convert::Infallible>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(never) => match never {},
+    }
+}
 
 const NOW: UnixMillis = UnixMillis(1_000_000);
 
@@ -29,13 +44,7 @@ fn stored(key: &str, value: Value, version: u64, expires_at: Option<u64>) -> Ent
 }
 
 fn set(key: &str, value: Value, expected: Option<u64>) -> SetRequest {
-    SetRequest {
-        key: key.into(),
-        value,
-        expected_version: expected,
-        ttl_seconds: None,
-        agent_id: Some("agent-1".into()),
-    }
+    SetRequest { expected_version: expected, agent_id: Some("agent-1".into()), ..SetRequest::new(key, value) }
 }
 
 fn kinds<T>(plan: &Plan<T>) -> Vec<(EventKind, u64)> {
@@ -54,7 +63,7 @@ struct SetCase {
 
 fn check_set(case: SetCase) {
     let SetCase { name, stored, expected, status, version, events } = case;
-    let plan = plan_set(&set("k", json!("new"), expected), stored.as_ref(), &ctx(10));
+    let plan = ok(plan_set(&holding(stored.clone()), &set("k", json!("new"), expected), &ctx(10)));
     assert_eq!(plan.outcome.status, status, "{name}");
     assert_eq!(plan.outcome.version, version, "{name}");
     assert_eq!(kinds(&plan), events, "{name}");
@@ -154,7 +163,7 @@ fn set_rules() {
 fn set_stamps_entry_and_event() {
     let mut req = set("k", json!({"a": 1}), None);
     req.ttl_seconds = Some(1.5);
-    let plan = plan_set(&req, Some(&stored("k", json!(0), 3, None)), &ctx(10));
+    let plan = ok(plan_set(&holding(Some(stored("k", json!(0), 3, None))), &req, &ctx(10)));
     let [Mutation::Put(entry)] = plan.mutations.as_slice() else { panic!("one put expected: {:?}", plan.mutations) };
     assert_eq!((entry.version, entry.create_revision, entry.mod_revision), (4, 2, 11));
     assert_eq!(entry.expires_at, Some(UnixMillis(NOW.0 + 1500)));
@@ -163,14 +172,15 @@ fn set_stamps_entry_and_event() {
     let event = &plan.events[0];
     assert_eq!((event.revision, event.time, event.value.clone()), (11, NOW, Some(json!({"a": 1}))));
 
-    let created = plan_set(&req, None, &ctx(10));
+    let created = ok(plan_set(&holding(None), &req, &ctx(10)));
     let [Mutation::Put(entry)] = created.mutations.as_slice() else { panic!() };
     assert_eq!((entry.create_revision, entry.mod_revision), (11, 11));
 }
 
 #[test]
 fn rewriting_without_ttl_clears_it() {
-    let plan = plan_set(&set("k", json!(1), None), Some(&stored("k", json!(0), 1, Some(NOW.0 + 10))), &ctx(1));
+    let plan =
+        ok(plan_set(&holding(Some(stored("k", json!(0), 1, Some(NOW.0 + 10)))), &set("k", json!(1), None), &ctx(1)));
     let [Mutation::Put(entry)] = plan.mutations.as_slice() else { panic!() };
     assert_eq!(entry.expires_at, None);
 }
@@ -186,8 +196,8 @@ struct DeleteCase {
 
 fn check_delete(case: DeleteCase) {
     let DeleteCase { name, stored, expected, status, version, commits } = case;
-    let req = DeleteRequest { key: "k".into(), expected_version: expected, agent_id: None };
-    let plan = plan_delete(&req, stored.as_ref(), &ctx(4));
+    let req = DeleteRequest { key: "k".into(), expected_version: expected, ..DeleteRequest::default() };
+    let plan = ok(plan_delete(&holding(stored), &req, &ctx(4)));
     assert_eq!((plan.outcome.status, plan.outcome.version, plan.commits()), (status, version, commits), "{name}");
     if commits {
         assert_eq!(plan.mutations, vec![Mutation::Delete("k".into())], "{name}");
@@ -245,17 +255,16 @@ fn txn(compares: Vec<Value>, success: Vec<Value>, failure: Vec<Value>) -> TxnReq
     serde_json::from_value(json!({"compare": compares, "success": success, "failure": failure})).expect("valid txn")
 }
 
-fn world() -> BTreeMap<String, Option<Entry>> {
-    let mut w = BTreeMap::new();
-    w.insert("a".into(), Some(stored("a", json!({"n": 1}), 2, None)));
-    w.insert("gone".into(), Some(stored("gone", json!(0), 5, Some(NOW.0))));
-    w.insert("none".into(), None);
+fn world() -> MemoryView {
+    let mut w = MemoryView::default();
+    w.entries.insert("a".into(), stored("a", json!({"n": 1}), 2, None));
+    w.entries.insert("gone".into(), stored("gone", json!(0), 5, Some(NOW.0)));
     w
 }
 
 #[test]
 fn compare_rules() {
-    let a = world()["a"].clone();
+    let a = world().entries.get("a").cloned();
     let cases = [
         (json!({"key": "a", "version": 2}), a.as_ref(), true),
         (json!({"key": "a", "version": 3}), a.as_ref(), false),
@@ -305,7 +314,7 @@ fn txn_success_runs_in_order_under_one_revision() {
         ],
         vec![],
     );
-    let plan = plan_txn(&req, &world(), &ctx(20));
+    let plan = ok(plan_txn(&world(), &req, &ctx(20)));
     let out = &plan.outcome;
     assert!(out.succeeded);
     assert_eq!(out.revision, 21);
@@ -336,7 +345,7 @@ fn txn_failure_branch_reports_failed_compares() {
         vec![json!({"op": "put", "key": "a", "value": 0})],
         vec![json!({"op": "get", "key": "a"}), json!({"op": "get", "key": "gone"})],
     );
-    let plan = plan_txn(&req, &world(), &ctx(20));
+    let plan = ok(plan_txn(&world(), &req, &ctx(20)));
     assert!(!plan.outcome.succeeded);
     assert_eq!(plan.outcome.failed_compares, vec![1, 2]);
     assert!(!plan.commits(), "a read-only branch consumes no revision");
@@ -347,7 +356,7 @@ fn txn_failure_branch_reports_failed_compares() {
 #[test]
 fn txn_put_over_expired_key_records_the_expiry() {
     let req = txn(vec![], vec![json!({"op": "put", "key": "gone", "value": 1})], vec![]);
-    let plan = plan_txn(&req, &world(), &ctx(3));
+    let plan = ok(plan_txn(&world(), &req, &ctx(3)));
     assert_eq!(kinds(&plan), vec![(EventKind::Expired, 5), (EventKind::Put, 1)]);
 }
 
@@ -367,7 +376,7 @@ fn expire_removes_only_what_ran_out() {
         stored("c", json!(1), 1, Some(NOW.0 + 1)),
         stored("d", json!(1), 1, None),
     ];
-    let plan = plan_expire(&candidates, &ctx(8));
+    let plan = ok(plan_expire(&MemoryView::default(), &candidates, &ctx(8)));
     assert_eq!(plan.outcome, 2);
     assert_eq!(plan.mutations, vec![Mutation::Delete("a".into()), Mutation::Delete("b".into())]);
     assert_eq!(

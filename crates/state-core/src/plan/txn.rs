@@ -1,16 +1,37 @@
 use std::collections::BTreeMap;
 
+use super::kv::fenced;
 use super::{Changes, Plan, WriteContext};
 use crate::entry::{Entry, live};
-use crate::ops::OkStatus;
 use crate::ops::ReadStatus;
-use crate::ops::txn::{TxnOp, TxnOpKind, TxnOpResult, TxnRequest, TxnResult};
+use crate::ops::txn::{TxnOp, TxnOpKind, TxnOpResult, TxnRequest, TxnResult, TxnStatus};
 use crate::time::ttl_millis;
+use crate::view::StateView;
 
-/// Plans a transaction against the stored entries of every key in `req.keys()` (a key missing
-/// from `stored` is treated as absent). Compares see the state before the transaction;
-/// operations run in order, each seeing the effects of the ones before it.
-pub fn plan_txn(req: &TxnRequest, stored: &BTreeMap<String, Option<Entry>>, ctx: &WriteContext) -> Plan<TxnResult> {
+/// Plans a transaction. Compares see the state before the transaction; operations run in
+/// order, each seeing the effects of the ones before it. A stale lease token refuses it all.
+pub fn plan_txn<V: StateView + ?Sized>(
+    view: &V,
+    req: &TxnRequest,
+    ctx: &WriteContext,
+) -> Result<Plan<TxnResult>, V::Error> {
+    if let Some(message) = fenced(view, &req.lease, req.token, ctx)? {
+        return Ok(Plan::unchanged(TxnResult {
+            status: TxnStatus::Fenced,
+            succeeded: false,
+            revision: ctx.revision,
+            failed_compares: Vec::new(),
+            results: Vec::new(),
+            message: Some(message),
+        }));
+    }
+    let mut stored: BTreeMap<&str, Option<Entry>> = BTreeMap::new();
+    let keys = req.compare.iter().map(|c| c.key.as_str()).chain(req.success.iter().chain(&req.failure).map(TxnOp::key));
+    for key in keys {
+        if !stored.contains_key(key) {
+            stored.insert(key, view.get(key)?);
+        }
+    }
     let stored_entry = |key: &str| stored.get(key).and_then(Option::as_ref);
     let before = |key: &str| live(stored_entry(key).cloned(), ctx.now);
 
@@ -61,5 +82,12 @@ pub fn plan_txn(req: &TxnRequest, stored: &BTreeMap<String, Option<Entry>>, ctx:
         results.push(result);
     }
     let revision = changes.revision();
-    changes.finish(TxnResult { status: OkStatus::Ok, succeeded, revision, failed_compares, results })
+    Ok(changes.finish(TxnResult {
+        status: TxnStatus::Ok,
+        succeeded,
+        revision,
+        failed_compares,
+        results,
+        message: None,
+    }))
 }

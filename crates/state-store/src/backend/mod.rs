@@ -40,8 +40,11 @@ pub trait ReadTxn {
     /// until `visit` returns false.
     fn scan(&self, prefix: &str, after: Option<&str>, visit: &mut dyn FnMut(Entry) -> bool)
     -> Result<(), StorageError>;
-    /// Number of stored entries.
+    /// Number of user keys stored (expired ones not yet swept included; the store's own
+    /// records, see `state_core::keyspace`, excluded).
     fn key_count(&self) -> Result<u64, StorageError>;
+    /// Up to `limit` entries whose expiry is at or before `now`, soonest first.
+    fn expired_before(&self, now: UnixMillis, limit: usize) -> Result<Vec<Entry>, StorageError>;
     /// Visits events matching `keys` whose revision lies in `revisions`, in revision order
     /// (events of one revision in the order they were appended), until `visit` returns false.
     fn history(
@@ -60,8 +63,10 @@ pub trait WriteTxn: ReadTxn {
     /// Appends an event. Events arrive in revision order.
     fn append(&mut self, event: &Event) -> Result<(), StorageError>;
     fn set_revision(&mut self, revision: u64) -> Result<(), StorageError>;
-    /// Up to `limit` entries whose expiry is at or before `now`, soonest first.
-    fn expired(&self, now: UnixMillis, limit: usize) -> Result<Vec<Entry>, StorageError>;
+    /// Removes every entry and all history, marking history through `compacted_through` as
+    /// compacted. The revision counter is kept: revisions never go backwards. Returns how many
+    /// entries were removed.
+    fn clear(&mut self, compacted_through: u64) -> Result<u64, StorageError>;
     /// Removes history through revision `through`, whole revisions at a time, stopping once
     /// about `limit` events are gone. Returns the new compacted revision.
     fn compact(&mut self, through: u64, limit: usize) -> Result<u64, StorageError>;

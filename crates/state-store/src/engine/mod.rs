@@ -6,27 +6,50 @@
 
 mod maintenance;
 mod reads;
+mod view;
 mod writer;
 
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use state_core::ops::OkStatus;
+use serde_json::{Value, json};
+use state_core::keyspace::{self, Space};
+use state_core::lease::{self, Holder};
 use state_core::ops::health::HealthResult;
 use state_core::ops::history::{HistoryRequest, HistoryResult};
 use state_core::ops::kv::{
     BatchGetRequest, BatchGetResult, DeleteRequest, DeleteResult, GetRequest, GetResult, ListRequest, ListResult,
     SetRequest, SetResult,
 };
+use state_core::ops::lease::{
+    AcquireRequest, AcquireResult, HoldResult, LeaseGetRequest, LeaseGetResult, LeaseListRequest, LeaseListResult,
+    ReleaseRequest, RenewRequest,
+};
+use state_core::ops::session::{
+    SessionListRequest, SessionListResult, SessionRestoreRequest, SessionRestoreResult, SessionSaveRequest,
+    SessionSaveResult,
+};
 use state_core::ops::txn::{TxnRequest, TxnResult};
-use state_core::{Limits, UnixMillis};
+use state_core::ops::workflow::{
+    CancelRequest, CancelResult, CheckpointRequest, CheckpointResult, ClaimRequest, ClaimResult, CompleteRequest,
+    CreateRunRequest, CreateRunResult, DiscoverRequest, FailRequest, FinishResult, HeartbeatRequest, HeartbeatResult,
+    ListRunsRequest, ListRunsResult, ResumeResult, RunRequest, RunStatusResult,
+};
+use state_core::ops::{
+    OkStatus,
+    admin::{ResetRequest, ResetResult},
+};
+use state_core::plan::{self, Plan, WriteContext};
+use state_core::workflow::{self, Caller, ClaimArgs, Ending, RunFilter, StepRule};
+use state_core::{Action, Event, EventKind, Limits, UnixMillis};
 use tokio::sync::{mpsc, oneshot};
 
 pub use self::maintenance::MaintenanceHandle;
+use self::view::TxnView;
 pub use self::writer::BatchStats;
-use self::writer::{WriteCommand, WriterStats};
-use crate::backend::{Backend, ReadTxn};
+use self::writer::{Applied, Command, Planned, Raw, WriterStats};
+use crate::backend::{Backend, ReadTxn, WriteTxn};
 use crate::clock::Clock;
 use crate::error::{EngineError, StorageError};
 
@@ -78,7 +101,7 @@ struct Inner {
     /// `None` once the engine is closed. Each operation clones what it needs (an atomic
     /// increment under an uncontended lock), so `close` can take both away from every handle.
     backend: RwLock<Option<Arc<dyn Backend>>>,
-    writes: RwLock<Option<mpsc::Sender<WriteCommand>>>,
+    writes: RwLock<Option<mpsc::Sender<Box<dyn Command>>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
     clock: Arc<dyn Clock>,
     config: EngineConfig,
@@ -175,23 +198,309 @@ impl Engine {
 
     pub async fn set(&self, req: SetRequest) -> Result<SetResult, EngineError> {
         req.validate(&self.inner.config.limits)?;
-        self.write(|reply| WriteCommand::Set(req, reply)).await
+        self.plan(move |view, ctx| plan::plan_set(view, &req, ctx)).await
     }
 
     pub async fn delete(&self, req: DeleteRequest) -> Result<DeleteResult, EngineError> {
         req.validate()?;
-        self.write(|reply| WriteCommand::Delete(req, reply)).await
+        self.plan(move |view, ctx| plan::plan_delete(view, &req, ctx)).await
     }
 
     pub async fn txn(&self, req: TxnRequest) -> Result<TxnResult, EngineError> {
         req.validate(&self.inner.config.limits)?;
-        self.write(|reply| WriteCommand::Txn(req, reply)).await
+        self.plan(move |view, ctx| plan::plan_txn(view, &req, ctx)).await
+    }
+
+    pub async fn lease_acquire(&self, req: AcquireRequest) -> Result<AcquireResult, EngineError> {
+        let ttl = req.validate()?;
+        self.plan(move |view, ctx| lease::plan_acquire(view, &req.resource_id, &req.holder_id, Some(ttl), ctx)).await
+    }
+
+    pub async fn lease_renew(&self, req: RenewRequest) -> Result<HoldResult, EngineError> {
+        let ttl = req.validate()?;
+        self.plan(move |view, ctx| {
+            let holder = Holder { holder_id: &req.holder_id, token: Some(req.token) };
+            lease::plan_renew(view, &req.resource_id, holder, Some(ttl), ctx)
+        })
+        .await
+    }
+
+    /// Renews a lease by holder alone, for profiles of servers that issued no tokens.
+    pub async fn lease_renew_by_holder(
+        &self,
+        resource_id: String,
+        holder_id: String,
+        ttl_seconds: f64,
+    ) -> Result<HoldResult, EngineError> {
+        let req = RenewRequest { resource_id, holder_id, token: 0, ttl_seconds };
+        let ttl = req.validate()?;
+        self.plan(move |view, ctx| {
+            let holder = Holder { holder_id: &req.holder_id, token: None };
+            lease::plan_renew(view, &req.resource_id, holder, Some(ttl), ctx)
+        })
+        .await
+    }
+
+    pub async fn lease_release(&self, req: ReleaseRequest) -> Result<HoldResult, EngineError> {
+        req.validate()?;
+        self.plan(move |view, ctx| {
+            lease::plan_release(
+                view,
+                &req.resource_id,
+                Holder { holder_id: &req.holder_id, token: Some(req.token) },
+                ctx,
+            )
+        })
+        .await
+    }
+
+    /// Releases a lease by holder alone, for profiles of servers that issued no tokens.
+    pub async fn lease_release_by_holder(
+        &self,
+        resource_id: String,
+        holder_id: String,
+    ) -> Result<HoldResult, EngineError> {
+        let req = ReleaseRequest { resource_id, holder_id, token: 0 };
+        req.validate()?;
+        self.plan(move |view, ctx| {
+            lease::plan_release(view, &req.resource_id, Holder { holder_id: &req.holder_id, token: None }, ctx)
+        })
+        .await
+    }
+
+    pub async fn lease_get(&self, req: LeaseGetRequest) -> Result<LeaseGetResult, EngineError> {
+        req.validate()?;
+        self.read(ReadCost::Point, move |txn, now| {
+            Ok(lease::get(&TxnView(txn), &req.resource_id, now, txn.revision()?)?)
+        })
+        .await
+    }
+
+    pub async fn lease_list(&self, req: LeaseListRequest) -> Result<LeaseListResult, EngineError> {
+        req.validate()?;
+        self.read(ReadCost::Scan, move |txn, now| {
+            let (page, after) = (req.page_size()?, req.start_after()?);
+            Ok(lease::list(&TxnView(txn), &req.prefix, after.as_deref(), page, now, txn.revision()?)?)
+        })
+        .await
+    }
+
+    pub async fn workflow_create(&self, req: CreateRunRequest) -> Result<CreateRunResult, EngineError> {
+        req.validate(&self.inner.config.limits)?;
+        self.plan(move |_, ctx| Ok(workflow::plan_create(&req, ctx))).await
+    }
+
+    pub async fn workflow_claim(&self, req: ClaimRequest) -> Result<ClaimResult, EngineError> {
+        let ttl = req.validate()?;
+        self.plan(move |view, ctx| {
+            let args = ClaimArgs {
+                agent_id: &req.agent_id,
+                ttl_millis: Some(ttl),
+                run_id: req.run_id.as_deref(),
+                name: req.name.as_deref(),
+                tags: &req.tags,
+            };
+            workflow::plan_claim(view, args, ctx)
+        })
+        .await
+    }
+
+    /// Claims a given run with a claim that never lapses, for profiles of servers whose claims
+    /// had no lease.
+    pub async fn workflow_claim_without_lease(
+        &self,
+        run_id: String,
+        agent_id: String,
+    ) -> Result<ClaimResult, EngineError> {
+        let req = ClaimRequest {
+            agent_id,
+            lease_ttl_seconds: None,
+            run_id: Some(run_id),
+            tags: Default::default(),
+            name: None,
+        };
+        req.validate()?;
+        self.plan(move |view, ctx| {
+            let args = ClaimArgs {
+                agent_id: &req.agent_id,
+                ttl_millis: None,
+                run_id: req.run_id.as_deref(),
+                name: None,
+                tags: &req.tags,
+            };
+            workflow::plan_claim(view, args, ctx)
+        })
+        .await
+    }
+
+    pub async fn workflow_checkpoint(&self, req: CheckpointRequest) -> Result<CheckpointResult, EngineError> {
+        req.validate(&self.inner.config.limits)?;
+        self.plan(move |view, ctx| {
+            let caller = Caller { agent_id: Some(&req.agent_id), token: Some(req.token) };
+            workflow::plan_checkpoint(view, &req.run_id, caller, req.step, &req.output, StepRule::Sequential, ctx)
+        })
+        .await
+    }
+
+    /// Records a step from anyone, replacing a re-sent step's output: the rules of servers
+    /// that had neither claim tokens nor immutable steps.
+    pub async fn workflow_checkpoint_unfenced(
+        &self,
+        run_id: String,
+        step: u64,
+        output: Value,
+    ) -> Result<CheckpointResult, EngineError> {
+        let req = CheckpointRequest { run_id, agent_id: "-".into(), token: 0, step, output };
+        req.validate(&self.inner.config.limits)?;
+        self.plan(move |view, ctx| {
+            let anyone = Caller { agent_id: None, token: None };
+            workflow::plan_checkpoint(view, &req.run_id, anyone, req.step, &req.output, StepRule::Overwrite, ctx)
+        })
+        .await
+    }
+
+    pub async fn workflow_heartbeat(&self, req: HeartbeatRequest) -> Result<HeartbeatResult, EngineError> {
+        let ttl = req.validate()?;
+        self.plan(move |view, ctx| {
+            let caller = Caller { agent_id: Some(&req.agent_id), token: Some(req.token) };
+            workflow::plan_heartbeat(view, &req.run_id, caller, Some(ttl), ctx)
+        })
+        .await
+    }
+
+    pub async fn workflow_complete(&self, req: CompleteRequest) -> Result<FinishResult, EngineError> {
+        req.validate(&self.inner.config.limits)?;
+        self.plan(move |view, ctx| {
+            let caller = Caller { agent_id: Some(&req.agent_id), token: Some(req.token) };
+            workflow::plan_finish(view, &req.run_id, caller, &Ending::Complete { result: req.result.clone() }, ctx)
+        })
+        .await
+    }
+
+    pub async fn workflow_fail(&self, req: FailRequest) -> Result<FinishResult, EngineError> {
+        req.validate()?;
+        self.plan(move |view, ctx| {
+            let caller = Caller { agent_id: Some(&req.agent_id), token: Some(req.token) };
+            let ending = Ending::Fail { error: req.error.clone(), retryable: req.retryable };
+            workflow::plan_finish(view, &req.run_id, caller, &ending, ctx)
+        })
+        .await
+    }
+
+    pub async fn workflow_cancel(&self, req: CancelRequest) -> Result<CancelResult, EngineError> {
+        req.validate()?;
+        self.plan(move |view, ctx| {
+            workflow::plan_cancel(view, &req.run_id, req.reason.as_deref(), req.agent_id.as_deref(), ctx)
+        })
+        .await
+    }
+
+    pub async fn workflow_status(&self, req: RunRequest) -> Result<RunStatusResult, EngineError> {
+        req.validate()?;
+        self.read(ReadCost::Point, move |txn, now| {
+            Ok(workflow::status(&TxnView(txn), &req.run_id, now, txn.revision()?)?)
+        })
+        .await
+    }
+
+    pub async fn workflow_resume(&self, req: RunRequest) -> Result<ResumeResult, EngineError> {
+        req.validate()?;
+        self.read(ReadCost::Scan, move |txn, now| {
+            Ok(workflow::resume(&TxnView(txn), &req.run_id, now, txn.revision()?)?)
+        })
+        .await
+    }
+
+    pub async fn workflow_list(&self, req: ListRunsRequest) -> Result<ListRunsResult, EngineError> {
+        req.validate()?;
+        self.read(ReadCost::Scan, move |txn, now| {
+            let (page, after) = (req.page_size()?, req.start_after()?);
+            let filter = RunFilter { status: req.status, name: req.name.as_deref(), tags: &req.tags };
+            Ok(workflow::list(&TxnView(txn), filter, after.as_deref(), page, now, txn.revision()?)?)
+        })
+        .await
+    }
+
+    /// Runs a worker could claim now.
+    pub async fn workflow_discover(&self, req: DiscoverRequest) -> Result<ListRunsResult, EngineError> {
+        self.workflow_list(req.into()).await
+    }
+
+    pub async fn session_save(&self, req: SessionSaveRequest) -> Result<SessionSaveResult, EngineError> {
+        req.validate(&self.inner.config.limits)?;
+        self.plan(move |view, ctx| {
+            state_core::session::plan_save(view, &req.session_id, &req.context, req.agent_id.as_deref(), ctx)
+        })
+        .await
+    }
+
+    pub async fn session_restore(&self, req: SessionRestoreRequest) -> Result<SessionRestoreResult, EngineError> {
+        req.validate()?;
+        self.read(ReadCost::Point, move |txn, _| {
+            Ok(state_core::session::restore(&TxnView(txn), &req.session_id, req.version, txn.revision()?)?)
+        })
+        .await
+    }
+
+    pub async fn session_list(&self, req: SessionListRequest) -> Result<SessionListResult, EngineError> {
+        req.validate()?;
+        self.read(ReadCost::Scan, move |txn, _| {
+            let (page, after) = (req.page_size()?, req.start_after()?);
+            Ok(state_core::session::list(&TxnView(txn), &req.prefix, after.as_deref(), page, txn.revision()?)?)
+        })
+        .await
+    }
+
+    /// Wipes every key, lease, run and session, and all history. Revisions keep counting up
+    /// (fencing tokens must never repeat); one `reset` event records it.
+    pub async fn reset(&self, req: ResetRequest) -> Result<ResetResult, EngineError> {
+        req.validate()?;
+        let agent = req.agent_id.clone();
+        self.write(|reply| {
+            Raw::boxed(
+                move |txn: &mut dyn WriteTxn, ctx: &WriteContext| {
+                    let removed = txn.clear(ctx.revision)?;
+                    txn.append(&Event {
+                        revision: ctx.next_revision(),
+                        key: keyspace::RESET_KEY.to_owned(),
+                        kind: EventKind::Put,
+                        action: Some(Action::StoreReset),
+                        version: 1,
+                        agent_id: agent,
+                        time: ctx.now,
+                        value: Some(json!({"removed": removed})),
+                    })?;
+                    let result = ResetResult { status: OkStatus::Ok, removed, revision: ctx.next_revision() };
+                    Ok((result, Applied { advances_revision: true, touched: true }))
+                },
+                reply,
+            )
+        })
+        .await
+    }
+
+    /// How many workflow runs exist (any status). Walks every run: for diagnostics.
+    pub async fn run_count(&self) -> Result<u64, EngineError> {
+        self.read(ReadCost::Scan, |txn, _| {
+            let mut count = 0u64;
+            txn.scan(&keyspace::prefix(Space::Run), None, &mut |_| {
+                count += 1;
+                true
+            })?;
+            Ok(count)
+        })
+        .await
     }
 
     /// Removes up to `limit` keys whose TTL has run out, recording an `expired` event for
-    /// each. Returns how many were removed. Reads hide expired keys whether or not this ran.
+    /// each (and returning runs whose claim lapsed to the queue). Returns how many were
+    /// removed. Reads hide expired keys whether or not this ran.
     pub async fn expire_due(&self, limit: usize) -> Result<usize, EngineError> {
-        self.write(|reply| WriteCommand::Expire(limit.max(1), reply)).await
+        self.plan(move |view, ctx| {
+            let due = view.0.expired_before(ctx.now, limit.max(1))?;
+            plan::plan_expire(view, &due, ctx)
+        })
+        .await
     }
 
     /// Drops history through revision `through` (capped at the current revision). Returns
@@ -199,8 +508,18 @@ impl Engine {
     pub async fn compact_history(&self, through: u64) -> Result<u64, EngineError> {
         const EVENTS_PER_TRANSACTION: usize = 10_000;
         loop {
-            let reached =
-                self.write(|reply| WriteCommand::Compact { through, limit: EVENTS_PER_TRANSACTION, reply }).await?;
+            let reached = self
+                .write(|reply| {
+                    Raw::boxed(
+                        move |txn: &mut dyn WriteTxn, ctx: &WriteContext| {
+                            let before = txn.compacted_revision()?;
+                            let after = txn.compact(through.min(ctx.revision), EVENTS_PER_TRANSACTION)?;
+                            Ok((after, Applied { advances_revision: false, touched: after != before }))
+                        },
+                        reply,
+                    )
+                })
+                .await?;
             let revision = self.read(ReadCost::Point, |txn, _| Ok(txn.revision()?)).await?;
             if reached >= through.min(revision) {
                 return Ok(reached);
@@ -255,7 +574,16 @@ impl Engine {
         }
     }
 
-    async fn write<T>(&self, command: impl FnOnce(writer::Reply<T>) -> WriteCommand) -> Result<T, EngineError> {
+    /// Queues a write planned by the core and waits until it is durable.
+    async fn plan<T, F>(&self, plan: F) -> Result<T, EngineError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&TxnView<'_>, &WriteContext) -> Result<Plan<T>, StorageError> + Send + 'static,
+    {
+        self.write(|reply| Planned::boxed(plan, reply)).await
+    }
+
+    async fn write<T>(&self, command: impl FnOnce(writer::Reply<T>) -> Box<dyn Command>) -> Result<T, EngineError> {
         let writes = self.inner.writes.read().ok().and_then(|w| w.clone()).ok_or(EngineError::Closed)?;
         let (reply, answer) = oneshot::channel();
         writes.send(command(reply)).await.map_err(|_| EngineError::Closed)?;

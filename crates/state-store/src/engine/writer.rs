@@ -6,63 +6,129 @@
 //! effects of the ones before it, commits once (one fsync), and only then answers every
 //! command. Nothing is acknowledged or visible before it is durable.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use state_core::UnixMillis;
-use state_core::ops::kv::{DeleteRequest, DeleteResult, SetRequest, SetResult};
-use state_core::ops::txn::{TxnRequest, TxnResult};
-use state_core::plan::{self, Mutation, Plan, WriteContext};
+use state_core::plan::{Mutation, Plan, WriteContext};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::backend::{Backend, WriteTxn};
+use super::view::TxnView;
+use crate::backend::{Backend, ReadTxn, WriteTxn};
 use crate::clock::Clock;
 use crate::error::{EngineError, StorageError};
 
 pub(super) type Reply<T> = oneshot::Sender<Result<T, EngineError>>;
 
-pub(super) enum WriteCommand {
-    Set(SetRequest, Reply<SetResult>),
-    Delete(DeleteRequest, Reply<DeleteResult>),
-    Txn(TxnRequest, Reply<TxnResult>),
-    /// Remove up to this many keys whose TTL has run out.
-    Expire(usize, Reply<usize>),
-    /// Drop history through this revision, about `limit` events per call.
-    Compact {
-        through: u64,
-        limit: usize,
-        reply: Reply<u64>,
-    },
+/// What a command did inside the batch's transaction.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Applied {
+    /// It committed changes as the next revision.
+    pub(super) advances_revision: bool,
+    /// It changed stored data (possibly without a revision, like compaction).
+    pub(super) touched: bool,
 }
 
-enum Outcome {
-    Set(SetResult),
-    Delete(DeleteResult),
-    Txn(TxnResult),
-    Expired(usize),
-    Compacted(u64),
+/// One queued write. Applied inside the batch transaction, answered after the batch's commit.
+pub(super) trait Command: Send {
+    fn apply(&mut self, txn: &mut dyn WriteTxn, ctx: &WriteContext) -> Result<Applied, StorageError>;
+    fn answer(self: Box<Self>, failure: Option<&StorageError>);
 }
 
-impl WriteCommand {
-    fn respond(self, result: Result<Outcome, EngineError>) {
+/// A command whose rules live in a core planner: `plan` reads through a view of the batch's
+/// transaction and returns the outcome with the exact changes to apply.
+pub(super) struct Planned<T, F> {
+    plan: Option<F>,
+    outcome: Option<T>,
+    reply: Reply<T>,
+}
+
+impl<T, F> Planned<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(&TxnView<'_>, &WriteContext) -> Result<Plan<T>, StorageError> + Send + 'static,
+{
+    pub(super) fn boxed(plan: F, reply: Reply<T>) -> Box<dyn Command> {
+        Box::new(Planned { plan: Some(plan), outcome: None, reply })
+    }
+}
+
+impl<T, F> Command for Planned<T, F>
+where
+    T: Send,
+    F: FnOnce(&TxnView<'_>, &WriteContext) -> Result<Plan<T>, StorageError> + Send,
+{
+    fn apply(&mut self, txn: &mut dyn WriteTxn, ctx: &WriteContext) -> Result<Applied, StorageError> {
+        let plan =
+            self.plan.take().ok_or_else(|| StorageError::Other("internal error: command applied twice".into()))?;
+        let read: &dyn ReadTxn = &*txn;
+        let plan = plan(&TxnView(read), ctx)?;
+        let commits = plan.commits();
+        apply_plan(txn, &plan)?;
+        self.outcome = Some(plan.outcome);
+        Ok(Applied { advances_revision: commits, touched: commits })
+    }
+
+    fn answer(self: Box<Self>, failure: Option<&StorageError>) {
+        let result = match (failure, self.outcome) {
+            (Some(error), _) => Err(error.clone().into()),
+            (None, Some(outcome)) => Ok(outcome),
+            (None, None) => Err(StorageError::Other("internal error: command never applied".into()).into()),
+        };
         // A caller that stopped waiting (dropped its receiver) needs no answer.
-        match (self, result) {
-            (WriteCommand::Set(_, reply), Ok(Outcome::Set(r))) => drop(reply.send(Ok(r))),
-            (WriteCommand::Delete(_, reply), Ok(Outcome::Delete(r))) => drop(reply.send(Ok(r))),
-            (WriteCommand::Txn(_, reply), Ok(Outcome::Txn(r))) => drop(reply.send(Ok(r))),
-            (WriteCommand::Expire(_, reply), Ok(Outcome::Expired(n))) => drop(reply.send(Ok(n))),
-            (WriteCommand::Compact { reply, .. }, Ok(Outcome::Compacted(r))) => drop(reply.send(Ok(r))),
-            (command, Ok(_)) => {
-                command.respond(Err(StorageError::Other("internal error: mismatched write outcome".into()).into()))
-            }
-            (WriteCommand::Set(_, reply), Err(e)) => drop(reply.send(Err(e))),
-            (WriteCommand::Delete(_, reply), Err(e)) => drop(reply.send(Err(e))),
-            (WriteCommand::Txn(_, reply), Err(e)) => drop(reply.send(Err(e))),
-            (WriteCommand::Expire(_, reply), Err(e)) => drop(reply.send(Err(e))),
-            (WriteCommand::Compact { reply, .. }, Err(e)) => drop(reply.send(Err(e))),
+        let _ = self.reply.send(result);
+    }
+}
+
+/// A command that works on the transaction directly (compaction, reset).
+pub(super) struct Raw<T, F> {
+    run: Option<F>,
+    outcome: Option<T>,
+    reply: Reply<T>,
+}
+
+impl<T, F> Raw<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut dyn WriteTxn, &WriteContext) -> Result<(T, Applied), StorageError> + Send + 'static,
+{
+    pub(super) fn boxed(run: F, reply: Reply<T>) -> Box<dyn Command> {
+        Box::new(Raw { run: Some(run), outcome: None, reply })
+    }
+}
+
+impl<T, F> Command for Raw<T, F>
+where
+    T: Send,
+    F: FnOnce(&mut dyn WriteTxn, &WriteContext) -> Result<(T, Applied), StorageError> + Send,
+{
+    fn apply(&mut self, txn: &mut dyn WriteTxn, ctx: &WriteContext) -> Result<Applied, StorageError> {
+        let run = self.run.take().ok_or_else(|| StorageError::Other("internal error: command applied twice".into()))?;
+        let (outcome, applied) = run(txn, ctx)?;
+        self.outcome = Some(outcome);
+        Ok(applied)
+    }
+
+    fn answer(self: Box<Self>, failure: Option<&StorageError>) {
+        let result = match (failure, self.outcome) {
+            (Some(error), _) => Err(error.clone().into()),
+            (None, Some(outcome)) => Ok(outcome),
+            (None, None) => Err(StorageError::Other("internal error: command never applied".into()).into()),
+        };
+        let _ = self.reply.send(result);
+    }
+}
+
+fn apply_plan<T>(txn: &mut dyn WriteTxn, plan: &Plan<T>) -> Result<(), StorageError> {
+    for mutation in &plan.mutations {
+        match mutation {
+            Mutation::Put(entry) => txn.put(entry)?,
+            Mutation::Delete(key) => txn.delete(key)?,
         }
     }
+    for event in &plan.events {
+        txn.append(event)?;
+    }
+    Ok(())
 }
 
 /// How well group commit is batching, for benchmarks and health.
@@ -109,11 +175,11 @@ impl WriterStats {
 pub(super) fn run(
     backend: Arc<dyn Backend>,
     clock: Arc<dyn Clock>,
-    mut queue: mpsc::Receiver<WriteCommand>,
+    mut queue: mpsc::Receiver<Box<dyn Command>>,
     max_batch: usize,
     stats: Arc<WriterStats>,
 ) {
-    let mut batch = Vec::with_capacity(max_batch);
+    let mut batch: Vec<Box<dyn Command>> = Vec::with_capacity(max_batch);
     while let Some(first) = queue.blocking_recv() {
         batch.push(first);
         while batch.len() < max_batch {
@@ -123,19 +189,12 @@ pub(super) fn run(
             }
         }
         stats.record(batch.len());
-        let now = clock.now();
-        match stage_and_commit(&*backend, now, &batch) {
-            Ok(outcomes) => {
-                for (command, outcome) in batch.drain(..).zip(outcomes) {
-                    command.respond(Ok(outcome));
-                }
-            }
-            Err(error) => {
-                tracing::error!(%error, commands = batch.len(), "write batch failed; nothing in it was applied");
-                for command in batch.drain(..) {
-                    command.respond(Err(error.clone().into()));
-                }
-            }
+        let failure = stage_and_commit(&*backend, clock.now(), &mut batch).err();
+        if let Some(error) = &failure {
+            tracing::error!(%error, commands = batch.len(), "write batch failed; nothing in it was applied");
+        }
+        for command in batch.drain(..) {
+            command.answer(failure.as_ref());
         }
     }
     tracing::debug!("write queue closed; writer stopping");
@@ -143,83 +202,25 @@ pub(super) fn run(
 
 fn stage_and_commit(
     backend: &dyn Backend,
-    now: UnixMillis,
-    batch: &[WriteCommand],
-) -> Result<Vec<Outcome>, StorageError> {
+    now: state_core::UnixMillis,
+    batch: &mut [Box<dyn Command>],
+) -> Result<(), StorageError> {
     let mut txn = backend.begin_write()?;
     let start = txn.revision()?;
     let mut revision = start;
-    let mut dirty = false;
-    let mut outcomes = Vec::with_capacity(batch.len());
-    for command in batch {
+    let mut touched = false;
+    for command in batch.iter_mut() {
         let ctx = WriteContext { now, revision };
-        let (outcome, changed) = apply(&mut *txn, command, &ctx)?;
-        if changed.advances_revision {
+        let applied = command.apply(&mut *txn, &ctx)?;
+        if applied.advances_revision {
             revision += 1;
         }
-        dirty |= changed.touched;
-        outcomes.push(outcome);
+        touched |= applied.touched;
     }
     if revision != start {
         txn.set_revision(revision)?;
     }
-    if dirty {
-        txn.commit()?;
-    }
     // A batch of pure conflicts or no-ops changed nothing: dropping the transaction aborts it
     // and skips an fsync.
-    Ok(outcomes)
-}
-
-struct Changed {
-    advances_revision: bool,
-    touched: bool,
-}
-
-fn apply(
-    txn: &mut dyn WriteTxn,
-    command: &WriteCommand,
-    ctx: &WriteContext,
-) -> Result<(Outcome, Changed), StorageError> {
-    match command {
-        WriteCommand::Set(req, _) => {
-            let stored = txn.get(&req.key)?;
-            apply_plan(txn, plan::plan_set(req, stored.as_ref(), ctx)).map(|(r, c)| (Outcome::Set(r), c))
-        }
-        WriteCommand::Delete(req, _) => {
-            let stored = txn.get(&req.key)?;
-            apply_plan(txn, plan::plan_delete(req, stored.as_ref(), ctx)).map(|(r, c)| (Outcome::Delete(r), c))
-        }
-        WriteCommand::Txn(req, _) => {
-            let mut stored = BTreeMap::new();
-            for key in req.keys() {
-                stored.insert(key.to_owned(), txn.get(key)?);
-            }
-            apply_plan(txn, plan::plan_txn(req, &stored, ctx)).map(|(r, c)| (Outcome::Txn(r), c))
-        }
-        WriteCommand::Expire(limit, _) => {
-            let candidates = txn.expired(ctx.now, *limit)?;
-            apply_plan(txn, plan::plan_expire(&candidates, ctx)).map(|(n, c)| (Outcome::Expired(n), c))
-        }
-        WriteCommand::Compact { through, limit, .. } => {
-            let before = txn.compacted_revision()?;
-            let through = (*through).min(ctx.revision);
-            let after = txn.compact(through, *limit)?;
-            Ok((Outcome::Compacted(after), Changed { advances_revision: false, touched: after != before }))
-        }
-    }
-}
-
-fn apply_plan<T>(txn: &mut dyn WriteTxn, plan: Plan<T>) -> Result<(T, Changed), StorageError> {
-    let commits = plan.commits();
-    for mutation in &plan.mutations {
-        match mutation {
-            Mutation::Put(entry) => txn.put(entry)?,
-            Mutation::Delete(key) => txn.delete(key)?,
-        }
-    }
-    for event in &plan.events {
-        txn.append(event)?;
-    }
-    Ok((plan.outcome, Changed { advances_revision: commits, touched: commits }))
+    if touched { txn.commit() } else { Ok(()) }
 }

@@ -24,7 +24,7 @@ async fn concurrent_read_cas_loops_lose_no_update() {
                     match attempt.status {
                         WriteStatus::Ok => break,
                         // The conflict carries the current state: retry without re-reading.
-                        WriteStatus::Conflict => {
+                        WriteStatus::Conflict | WriteStatus::Fenced => {
                             conflicts += 1;
                             seen.version = attempt.version;
                             seen.value = attempt.value;

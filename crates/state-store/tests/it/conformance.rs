@@ -1,7 +1,8 @@
 //! The story every storage backend must tell the same way. Each test runs once per backend.
 
 use serde_json::json;
-use state_core::ops::history::{HistoryOp, HistoryRequest};
+use state_core::ops::history::HistoryOp;
+use state_core::ops::history::HistoryRequest;
 use state_core::ops::kv::{BatchGetRequest, DeleteRequest, GetRequest, ListRequest, SetRequest};
 use state_core::ops::{DeleteStatus, ReadStatus, WriteStatus};
 use state_store::{EngineConfig, EngineError};
@@ -31,6 +32,11 @@ for_each_backend!(
     batch_reads,
     bad_input_changes_nothing,
     health_reports_the_store,
+    leases_and_fenced_writes,
+    workflow_lifecycle,
+    sessions_keep_every_version,
+    reset_wipes_but_revisions_continue,
+    system_records_stay_out_of_user_listings,
 );
 
 async fn versions_and_revisions(kind: Kind) {
@@ -79,8 +85,12 @@ async fn delete_and_recreate(kind: Kind) {
     let s = Store::new(kind);
     s.set("k", json!(1)).await;
     s.set("k", json!(2)).await;
-    let del =
-        |expected| DeleteRequest { key: "k".into(), expected_version: expected, agent_id: Some("janitor".into()) };
+    let del = |expected| DeleteRequest {
+        key: "k".into(),
+        expected_version: expected,
+        agent_id: Some("janitor".into()),
+        ..DeleteRequest::default()
+    };
     let stale = s.engine.delete(del(Some(1))).await.unwrap();
     assert_eq!((stale.status, stale.version, stale.value), (DeleteStatus::Conflict, 2, Some(json!(2))));
     let gone = s.engine.delete(del(Some(2))).await.unwrap();
@@ -323,4 +333,283 @@ async fn health_reports_the_store(kind: Kind) {
         Kind::RedbMemory => assert_eq!(health.database_bytes, None),
     }
     let _ = T0;
+}
+
+async fn leases_and_fenced_writes(kind: Kind) {
+    use state_core::ops::lease::{
+        AcquireRequest, AcquireStatus, HoldStatus, LeaseGetRequest, LeaseState, ReleaseRequest, RenewRequest,
+    };
+    let s = Store::new(kind);
+    let acquire =
+        |holder: &str| AcquireRequest { resource_id: "deploy".into(), holder_id: holder.into(), ttl_seconds: 2.0 };
+    let a = s.engine.lease_acquire(acquire("a")).await.unwrap();
+    assert_eq!((a.status, a.token), (AcquireStatus::Acquired, Some(1)));
+    let held = s.engine.lease_acquire(acquire("b")).await.unwrap();
+    assert_eq!((held.status, held.holder.as_str()), (AcquireStatus::Held, "a"));
+
+    let guarded =
+        |token| SetRequest { lease: Some("deploy".into()), token: Some(token), ..SetRequest::new("site", json!("v")) };
+    assert_eq!(s.engine.set(guarded(1)).await.unwrap().status, WriteStatus::Ok);
+
+    s.clock.advance_millis(1_500);
+    let renew = RenewRequest { resource_id: "deploy".into(), holder_id: "a".into(), token: 1, ttl_seconds: 2.0 };
+    assert_eq!(s.engine.lease_renew(renew.clone()).await.unwrap().status, HoldStatus::Ok);
+    s.clock.advance_millis(2_000);
+    assert_eq!(s.engine.lease_renew(renew).await.unwrap().status, HoldStatus::Lost, "renewed too late");
+    assert_eq!(s.engine.expire_due(10).await.unwrap(), 1, "the sweeper records the lease's expiry");
+
+    let b = s.engine.lease_acquire(acquire("b")).await.unwrap();
+    let b_token = b.token.unwrap();
+    assert!(b_token > 1);
+    let stale = s.engine.set(guarded(1)).await.unwrap();
+    assert_eq!(stale.status, WriteStatus::Fenced, "a's old token no longer writes");
+    let del = s
+        .engine
+        .delete(DeleteRequest {
+            key: "site".into(),
+            lease: Some("deploy".into()),
+            token: Some(1),
+            ..DeleteRequest::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(del.status, DeleteStatus::Fenced);
+    let fenced_txn = s
+        .engine
+        .txn(txn(json!({"lease": "deploy", "token": 1, "success": [{"op": "put", "key": "site", "value": "x"}]})))
+        .await
+        .unwrap();
+    assert_eq!(fenced_txn.status, state_core::ops::txn::TxnStatus::Fenced);
+    assert_eq!(s.get("site").await.value, Some(json!("v")), "no fenced write landed");
+    assert_eq!(s.engine.set(guarded(b_token)).await.unwrap().status, WriteStatus::Ok);
+
+    let release = ReleaseRequest { resource_id: "deploy".into(), holder_id: "b".into(), token: b_token };
+    assert_eq!(s.engine.lease_release(release).await.unwrap().status, HoldStatus::Ok);
+    let free = s.engine.lease_get(LeaseGetRequest { resource_id: "deploy".into() }).await.unwrap();
+    assert_eq!(free.status, LeaseState::Free);
+
+    let lease_history = s
+        .engine
+        .history(HistoryRequest {
+            kind: Some(state_core::ops::history::HistoryKind::Lease),
+            key: Some("deploy".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let ops: Vec<_> = lease_history.events.iter().map(|e| e.op).collect();
+    use HistoryOp::*;
+    assert_eq!(ops, vec![Grant, Renew, Expire, Grant, Release]);
+    assert!(lease_history.events.iter().all(|e| e.kind == state_core::ops::history::HistoryKind::Lease));
+}
+
+async fn workflow_lifecycle(kind: Kind) {
+    use state_core::ops::workflow::*;
+    let s = Store::new(kind);
+    let created = s
+        .engine
+        .workflow_create(CreateRunRequest {
+            name: "report".into(),
+            tags: [("team".to_string(), "ops".to_string())].into(),
+            input: json!({"day": 1}),
+            max_attempts: Some(3),
+            agent_id: Some("planner".into()),
+        })
+        .await
+        .unwrap();
+    let run = created.run_id.clone();
+    let claim = |agent: &str| ClaimRequest {
+        agent_id: agent.into(),
+        lease_ttl_seconds: Some(1.0),
+        run_id: None,
+        tags: [("team".to_string(), "ops".to_string())].into(),
+        name: Some("report".into()),
+    };
+    let first = s.engine.workflow_claim(claim("w1")).await.unwrap();
+    assert_eq!(
+        (first.status, first.run_id.as_deref(), first.attempt),
+        (ClaimStatus::Claimed, Some(run.as_str()), Some(1))
+    );
+    let t1 = first.token.unwrap();
+    let step = |agent: &str, token, n, out: &str| CheckpointRequest {
+        run_id: run.clone(),
+        agent_id: agent.into(),
+        token,
+        step: n,
+        output: json!(out),
+    };
+    assert_eq!(s.engine.workflow_checkpoint(step("w1", t1, 1, "fetched")).await.unwrap().status, CheckpointStatus::Ok);
+
+    // w1 vanishes; its claim lapses and the sweeper returns the run to the queue.
+    s.clock.advance_millis(1_000);
+    s.engine.expire_due(10).await.unwrap();
+    let pending = s.engine.workflow_status(RunRequest { run_id: run.clone() }).await.unwrap().run.unwrap();
+    assert_eq!((pending.run_status, pending.attempt, pending.last_step), (RunStatus::Pending, 1, 1));
+    let discovered = s.engine.workflow_discover(DiscoverRequest::default()).await.unwrap();
+    assert_eq!(discovered.runs.len(), 1);
+
+    let second = s.engine.workflow_claim(claim("w2")).await.unwrap();
+    let t2 = second.token.unwrap();
+    assert_eq!((second.attempt, second.last_step), (Some(2), Some(1)));
+    assert_eq!(s.engine.workflow_checkpoint(step("w1", t1, 2, "late")).await.unwrap().status, CheckpointStatus::Fenced);
+    let beat = s
+        .engine
+        .workflow_heartbeat(HeartbeatRequest {
+            run_id: run.clone(),
+            agent_id: "w2".into(),
+            token: t2,
+            lease_ttl_seconds: Some(5.0),
+        })
+        .await
+        .unwrap();
+    assert_eq!(beat.status, HolderStatus::Ok);
+    assert_eq!(s.engine.workflow_checkpoint(step("w2", t2, 2, "rendered")).await.unwrap().status, CheckpointStatus::Ok);
+    let done = s
+        .engine
+        .workflow_complete(CompleteRequest {
+            run_id: run.clone(),
+            agent_id: "w2".into(),
+            token: t2,
+            result: json!("ok"),
+        })
+        .await
+        .unwrap();
+    assert_eq!(done.run_status, Some(RunStatus::Completed));
+
+    let resumed = s.engine.workflow_resume(RunRequest { run_id: run.clone() }).await.unwrap();
+    let steps: Vec<_> = resumed.steps.iter().map(|st| (st.step, st.output.clone(), st.attempt)).collect();
+    assert_eq!(steps, vec![(1, Some(json!("fetched")), 1), (2, Some(json!("rendered")), 2)]);
+    assert_eq!((resumed.input, resumed.result), (Some(json!({"day": 1})), Some(json!("ok"))));
+    let history = s
+        .engine
+        .history(HistoryRequest {
+            kind: Some(state_core::ops::history::HistoryKind::Workflow),
+            key: Some(run.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    use HistoryOp::*;
+    let ops: Vec<_> = history.events.iter().map(|e| e.op).collect();
+    assert_eq!(ops, vec![Create, Claim, Checkpoint, ClaimExpired, Reclaim, Heartbeat, Checkpoint, Complete]);
+    assert_eq!(history.events[1].agent_id.as_deref(), Some("w1"));
+    let listed = s
+        .engine
+        .workflow_list(ListRunsRequest { status: Some(RunStatus::Completed), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(listed.runs.len(), 1);
+}
+
+async fn sessions_keep_every_version(kind: Kind) {
+    use state_core::ops::session::*;
+    let s = Store::new(kind);
+    for n in 1..=3 {
+        let saved = s
+            .engine
+            .session_save(SessionSaveRequest {
+                session_id: "chat/42".into(),
+                context: json!({"turn": n}),
+                agent_id: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(saved.version, n);
+    }
+    let latest =
+        s.engine.session_restore(SessionRestoreRequest { session_id: "chat/42".into(), version: None }).await.unwrap();
+    assert_eq!((latest.version, latest.latest_version, latest.context), (3, 3, Some(json!({"turn": 3}))));
+    let first = s
+        .engine
+        .session_restore(SessionRestoreRequest { session_id: "chat/42".into(), version: Some(1) })
+        .await
+        .unwrap();
+    assert_eq!(first.context, Some(json!({"turn": 1})));
+    let beyond = s
+        .engine
+        .session_restore(SessionRestoreRequest { session_id: "chat/42".into(), version: Some(9) })
+        .await
+        .unwrap();
+    assert_eq!(beyond.status, ReadStatus::NotFound);
+    s.engine
+        .session_save(SessionSaveRequest { session_id: "chat/42/sub".into(), context: json!(0), agent_id: None })
+        .await
+        .unwrap();
+    let listed =
+        s.engine.session_list(SessionListRequest { prefix: "chat/".into(), ..Default::default() }).await.unwrap();
+    let ids: Vec<_> = listed.sessions.iter().map(|x| (x.session_id.as_str(), x.latest_version)).collect();
+    assert_eq!(ids, vec![("chat/42", 3), ("chat/42/sub", 1)]);
+    // Compaction drops history, never saved versions.
+    s.engine.compact_history(1_000).await.unwrap();
+    let still = s
+        .engine
+        .session_restore(SessionRestoreRequest { session_id: "chat/42".into(), version: Some(2) })
+        .await
+        .unwrap();
+    assert_eq!(still.context, Some(json!({"turn": 2})));
+}
+
+async fn reset_wipes_but_revisions_continue(kind: Kind) {
+    use state_core::ops::admin::ResetRequest;
+    use state_core::ops::lease::AcquireRequest;
+    let s = Store::new(kind);
+    s.set("a", json!(1)).await;
+    let before = s
+        .engine
+        .lease_acquire(AcquireRequest { resource_id: "r".into(), holder_id: "h".into(), ttl_seconds: 60.0 })
+        .await
+        .unwrap();
+    let refused = s.engine.reset(ResetRequest { confirm: "yes".into(), agent_id: None }).await;
+    assert!(matches!(refused, Err(EngineError::Invalid(_))));
+    assert_eq!(s.get("a").await.status, ReadStatus::Ok, "without the confirmation nothing is deleted");
+
+    let reset = s
+        .engine
+        .reset(ResetRequest { confirm: "DELETE EVERYTHING".into(), agent_id: Some("admin".into()) })
+        .await
+        .unwrap();
+    assert_eq!((reset.removed, reset.revision), (2, 3));
+    assert_eq!(s.get("a").await.status, ReadStatus::NotFound);
+    let health = s.engine.health().await.unwrap();
+    assert_eq!((health.keys, health.revision, health.compacted_revision), (0, 3, 2));
+    let history = s.engine.history(HistoryRequest::default()).await.unwrap();
+    assert_eq!(history.events.iter().map(|e| e.op).collect::<Vec<_>>(), vec![HistoryOp::Reset]);
+    let after = s
+        .engine
+        .lease_acquire(AcquireRequest { resource_id: "r".into(), holder_id: "h".into(), ttl_seconds: 60.0 })
+        .await
+        .unwrap();
+    assert!(after.token > before.token, "fencing tokens never repeat, even across a reset");
+}
+
+async fn system_records_stay_out_of_user_listings(kind: Kind) {
+    use state_core::ops::lease::AcquireRequest;
+    use state_core::ops::workflow::CreateRunRequest;
+    let s = Store::new(kind);
+    s.engine
+        .lease_acquire(AcquireRequest { resource_id: "r".into(), holder_id: "h".into(), ttl_seconds: 60.0 })
+        .await
+        .unwrap();
+    s.engine
+        .workflow_create(CreateRunRequest {
+            name: "n".into(),
+            tags: Default::default(),
+            input: json!(null),
+            max_attempts: None,
+            agent_id: None,
+        })
+        .await
+        .unwrap();
+    s.set("user", json!(1)).await;
+    let all = s.engine.list(ListRequest::default()).await.unwrap();
+    assert_eq!(all.entries.iter().map(|e| e.key.as_str()).collect::<Vec<_>>(), vec!["user"]);
+    assert_eq!(s.engine.health().await.unwrap().keys, 1);
+    let kv_only = s
+        .engine
+        .history(HistoryRequest { kind: Some(state_core::ops::history::HistoryKind::Kv), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(kv_only.events.len(), 1);
+    let everything = s.engine.history(HistoryRequest::default()).await.unwrap();
+    assert_eq!(everything.events.len(), 3, "unfiltered history shows leases and runs too");
 }

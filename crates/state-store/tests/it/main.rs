@@ -9,3 +9,4 @@ mod conformance;
 mod model;
 mod redb_file;
 mod support;
+mod workflow_drain;

@@ -96,11 +96,9 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Set { key, value, expected, ttl_ms } => {
                 let name = KEYS[key];
                 let req = SetRequest {
-                    key: name.into(),
-                    value: json!(value),
                     expected_version: expected,
                     ttl_seconds: ttl_ms.map(|ms| ms as f64 / 1000.0),
-                    agent_id: None,
+                    ..SetRequest::new(name, json!(value))
                 };
                 let got = store.engine.set(req).await.expect("set");
                 let current = model.version(name);
@@ -127,7 +125,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let name = KEYS[key];
                 let got = store
                     .engine
-                    .delete(DeleteRequest { key: name.into(), expected_version: expected, agent_id: None })
+                    .delete(DeleteRequest { key: name.into(), expected_version: expected, ..DeleteRequest::default() })
                     .await
                     .expect("delete");
                 let current = model.version(name);

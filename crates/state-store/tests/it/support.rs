@@ -76,7 +76,7 @@ pub(crate) async fn history_since(engine: &Engine, since: u64, page: usize) -> V
 }
 
 pub(crate) fn set_req(key: &str, value: Value, expected: Option<u64>) -> SetRequest {
-    SetRequest { key: key.into(), value, expected_version: expected, ttl_seconds: None, agent_id: None }
+    SetRequest { expected_version: expected, ..SetRequest::new(key, value) }
 }
 
 pub(crate) fn txn(spec: Value) -> state_core::ops::txn::TxnRequest {

@@ -51,6 +51,7 @@ fn set_responses_have_that_servers_shapes() {
         revision: 9,
         value: None,
         expected_version: None,
+        message: None,
     };
     assert_eq!(set_response(-1, &result(WriteStatus::Ok, 3)), json!({"status": "ok", "key": "k", "version": 3}));
     let created_twice = set_response(0, &result(WriteStatus::Conflict, 2));

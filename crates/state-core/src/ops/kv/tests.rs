@@ -18,19 +18,13 @@ fn set_request_parsing_is_strict() {
 #[test]
 fn validation_names_the_argument() {
     let limits = Limits { max_value_bytes: 10 };
-    let big = SetRequest {
-        key: "a".into(),
-        value: json!("0123456789"),
-        expected_version: None,
-        ttl_seconds: None,
-        agent_id: None,
-    };
+    let big = SetRequest::new("a", json!("0123456789"));
     let err = big.validate(&limits).unwrap_err();
     assert_eq!(err, InvalidInput::ValueTooLarge { argument: "value".into(), len: 12, max: 10 });
 
     let both = GetRequest { key: "a".into(), version: Some(1), revision: Some(2) };
     assert!(matches!(both.validate(), Err(InvalidInput::MutuallyExclusive { .. })));
-    let zero = DeleteRequest { key: "a".into(), expected_version: Some(0), agent_id: None };
+    let zero = DeleteRequest { key: "a".into(), expected_version: Some(0), ..DeleteRequest::default() };
     assert_eq!(zero.validate().unwrap_err().argument(), "expected_version");
     let list = ListRequest { limit: Some(0), ..Default::default() };
     assert_eq!(list.validate().unwrap_err().argument(), "limit");

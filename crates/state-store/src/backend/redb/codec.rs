@@ -3,11 +3,11 @@
 //!
 //! entry: format, version, create_revision, mod_revision, updated_at, flags,
 //!        [expires_at], [agent_id], value JSON (rest)
-//! event: format, kind, version, time, flags, [agent_id], key, [value JSON (rest)]
+//! event: format, kind, version, time, flags, [action], [agent_id], key, [value JSON (rest)]
 //! Integers are little-endian u64; strings are a u16 length plus UTF-8.
 
 use serde_json::Value;
-use state_core::{Entry, Event, EventKind, UnixMillis};
+use state_core::{Action, Entry, Event, EventKind, UnixMillis};
 
 use crate::error::StorageError;
 
@@ -15,6 +15,7 @@ const FORMAT: u8 = 1;
 const HAS_EXPIRY: u8 = 1;
 const HAS_AGENT: u8 = 2;
 const HAS_VALUE: u8 = 4;
+const HAS_ACTION: u8 = 8;
 
 pub(super) fn encode_entry(entry: &Entry) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + entry.key.len());
@@ -57,7 +58,14 @@ pub(super) fn encode_event(event: &Event) -> Vec<u8> {
     });
     out.extend_from_slice(&event.version.to_le_bytes());
     out.extend_from_slice(&event.time.0.to_le_bytes());
-    out.push(flag(event.agent_id.is_some(), HAS_AGENT) | flag(event.value.is_some(), HAS_VALUE));
+    out.push(
+        flag(event.agent_id.is_some(), HAS_AGENT)
+            | flag(event.value.is_some(), HAS_VALUE)
+            | flag(event.action.is_some(), HAS_ACTION),
+    );
+    if let Some(action) = event.action {
+        out.push(action.code());
+    }
     if let Some(agent) = &event.agent_id {
         put_str(&mut out, agent);
     }
@@ -79,10 +87,16 @@ pub(super) fn decode_event(revision: u64, bytes: &[u8]) -> Result<Event, Storage
     let version = r.u64()?;
     let time = UnixMillis(r.u64()?);
     let flags = r.u8()?;
+    let action = if flags & HAS_ACTION != 0 {
+        let code = r.u8()?;
+        Some(Action::from_code(code).ok_or_else(|| r.corrupt(&format!("unknown action {code}")))?)
+    } else {
+        None
+    };
     let agent_id = if flags & HAS_AGENT != 0 { Some(r.string()?) } else { None };
     let key = r.string()?;
     let value = if flags & HAS_VALUE != 0 { Some(r.json()?) } else { None };
-    Ok(Event { revision, key, kind, version, agent_id, time, value })
+    Ok(Event { revision, key, kind, action, version, agent_id, time, value })
 }
 
 /// Reads only the key of an encoded event, for index maintenance during compaction.
@@ -90,6 +104,9 @@ pub(super) fn event_key(bytes: &[u8]) -> Result<String, StorageError> {
     let mut r = Reader::new(bytes, "history event")?;
     r.skip(1 + 8 + 8)?;
     let flags = r.u8()?;
+    if flags & HAS_ACTION != 0 {
+        r.skip(1)?;
+    }
     if flags & HAS_AGENT != 0 {
         r.string()?;
     }

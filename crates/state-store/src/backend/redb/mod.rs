@@ -2,7 +2,9 @@
 //! and a durable (fsync'd) commit per write transaction.
 //!
 //! Tables:
-//! - `entries`    key -> current entry
+//! - `entries`    user key -> current entry
+//! - `records`    system key -> current entry (leases, runs, sessions; see state_core::keyspace),
+//!   kept apart so the user key count stays O(1)
 //! - `expiry`     (expires_at, key) -> ()           keys with a TTL, soonest first
 //! - `events`     (revision, seq) -> event          the history log
 //! - `key_events` (key, revision) -> (seq, version)  per-key index into the log
@@ -18,6 +20,7 @@ use redb::{
     Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
     WriteTransaction,
 };
+use state_core::keyspace;
 use state_core::ops::history::KeyFilter;
 use state_core::{Entry, Event, UnixMillis};
 
@@ -26,6 +29,7 @@ use super::{Backend, Order, ReadTxn, WriteTxn};
 use crate::error::{OpenError, StorageError};
 
 const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
+const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
 const EXPIRY: TableDefinition<(u64, &str), ()> = TableDefinition::new("expiry");
 const EVENTS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("events");
 const KEY_EVENTS: TableDefinition<(&str, u64), (u32, u64)> = TableDefinition::new("key_events");
@@ -84,6 +88,7 @@ impl RedbBackend {
         let txn = self.db.begin_write().map_err(storage)?;
         {
             txn.open_table(ENTRIES).map_err(storage)?;
+            txn.open_table(RECORDS).map_err(storage)?;
             txn.open_table(EXPIRY).map_err(storage)?;
             txn.open_table(EVENTS).map_err(storage)?;
             txn.open_table(KEY_EVENTS).map_err(storage)?;
@@ -128,6 +133,11 @@ pub fn holder_note_path(db_path: &Path) -> PathBuf {
     holder::note_path(db_path)
 }
 
+/// The table a key lives in.
+fn table_for(key: &str) -> TableDefinition<'static, &'static str, &'static [u8]> {
+    if keyspace::is_system(key) { RECORDS } else { ENTRIES }
+}
+
 fn storage(e: impl Into<redb::Error>) -> StorageError {
     match e.into() {
         redb::Error::Io(io) => StorageError::Io(io.to_string()),
@@ -157,7 +167,7 @@ macro_rules! read_methods {
         }
 
         fn get(&self, key: &str) -> Result<Option<Entry>, StorageError> {
-            let table = self.$field.open_table(ENTRIES).map_err(storage)?;
+            let table = self.$field.open_table(table_for(key)).map_err(storage)?;
             let guard = table.get(key).map_err(storage)?;
             guard.map(|g| codec::decode_entry(key, g.value())).transpose()
         }
@@ -168,11 +178,41 @@ macro_rules! read_methods {
             after: Option<&str>,
             visit: &mut dyn FnMut(Entry) -> bool,
         ) -> Result<(), StorageError> {
-            scan_entries(&self.$field.open_table(ENTRIES).map_err(storage)?, prefix, after, visit)
+            // System keys all sort before user keys, so "everything" is records, then entries.
+            let mut go_on = true;
+            if prefix.is_empty() || keyspace::is_system(prefix) {
+                go_on = scan_table(&|| self.$field.open_table(RECORDS).map_err(storage), prefix, after, visit)?;
+            }
+            if go_on && !keyspace::is_system(prefix) {
+                scan_table(&|| self.$field.open_table(ENTRIES).map_err(storage), prefix, after, visit)?;
+            }
+            Ok(())
         }
 
         fn key_count(&self) -> Result<u64, StorageError> {
             self.$field.open_table(ENTRIES).map_err(storage)?.len().map_err(storage)
+        }
+
+        fn expired_before(&self, now: UnixMillis, limit: usize) -> Result<Vec<Entry>, StorageError> {
+            let expiry = self.$field.open_table(EXPIRY).map_err(storage)?;
+            let mut keys = Vec::new();
+            for item in expiry.range((0u64, "")..=(now.0, "\u{10FFFF}")).map_err(storage)? {
+                let (k, _) = item.map_err(storage)?;
+                let (at, key) = k.value();
+                if at > now.0 || keys.len() >= limit {
+                    break;
+                }
+                keys.push(key.to_owned());
+            }
+            drop(expiry);
+            let mut entries = Vec::with_capacity(keys.len());
+            for key in keys {
+                match self.get(&key)? {
+                    Some(entry) => entries.push(entry),
+                    None => return Err(StorageError::Corrupt(format!("expiry index names missing key `{key}`"))),
+                }
+            }
+            Ok(entries)
         }
 
         fn history(
@@ -206,28 +246,50 @@ fn meta_value(meta: &impl ReadableTable<&'static str, u64>, name: &str) -> Resul
     Ok(meta.get(name).map_err(storage)?.map_or(0, |g| g.value()))
 }
 
-fn scan_entries(
-    table: &impl ReadableTable<&'static str, &'static [u8]>,
+/// Entries read per chunk of a scan.
+const SCAN_CHUNK: usize = 64;
+
+/// Visits one table's entries under `prefix`; returns false once `visit` asked to stop.
+///
+/// The table is read a chunk at a time and closed before the chunk is visited, so a visitor
+/// may read other records (a write transaction refuses to open a table twice).
+fn scan_table<T: ReadableTable<&'static str, &'static [u8]>>(
+    open: &dyn Fn() -> Result<T, StorageError>,
     prefix: &str,
     after: Option<&str>,
     visit: &mut dyn FnMut(Entry) -> bool,
-) -> Result<(), StorageError> {
+) -> Result<bool, StorageError> {
     use std::ops::Bound;
-    let start = match after {
-        Some(after) if after >= prefix => Bound::Excluded(after),
-        _ => Bound::Included(prefix),
-    };
-    for item in table.range::<&str>((start, Bound::Unbounded)).map_err(storage)? {
-        let (key, value) = item.map_err(storage)?;
-        let key = key.value();
-        if !key.starts_with(prefix) {
-            break;
+    let mut cursor = after.map(str::to_owned);
+    loop {
+        let chunk = {
+            let table = open()?;
+            let start = match cursor.as_deref() {
+                Some(after) if after >= prefix => Bound::Excluded(after),
+                _ => Bound::Included(prefix),
+            };
+            let mut chunk = Vec::with_capacity(SCAN_CHUNK);
+            for item in table.range::<&str>((start, Bound::Unbounded)).map_err(storage)? {
+                let (key, value) = item.map_err(storage)?;
+                let key = key.value();
+                if !key.starts_with(prefix) || chunk.len() == SCAN_CHUNK {
+                    break;
+                }
+                chunk.push(codec::decode_entry(key, value.value())?);
+            }
+            chunk
+        };
+        let complete = chunk.len() < SCAN_CHUNK;
+        for entry in chunk {
+            cursor = Some(entry.key.clone());
+            if !visit(entry) {
+                return Ok(false);
+            }
         }
-        if !visit(codec::decode_entry(key, value.value())?) {
-            break;
+        if complete {
+            return Ok(true);
         }
     }
-    Ok(())
 }
 
 /// A redb range walked forwards or backwards.
@@ -307,7 +369,7 @@ fn flush(pending: &mut Vec<Event>, filter: &KeyFilter, visit: &mut dyn FnMut(Eve
 
 impl WriteTxn for RedbWrite {
     fn put(&mut self, entry: &Entry) -> Result<(), StorageError> {
-        let mut entries = self.txn.open_table(ENTRIES).map_err(storage)?;
+        let mut entries = self.txn.open_table(table_for(&entry.key)).map_err(storage)?;
         let old_expiry = entries
             .insert(entry.key.as_str(), codec::encode_entry(entry).as_slice())
             .map_err(storage)?
@@ -328,7 +390,7 @@ impl WriteTxn for RedbWrite {
     }
 
     fn delete(&mut self, key: &str) -> Result<(), StorageError> {
-        let mut entries = self.txn.open_table(ENTRIES).map_err(storage)?;
+        let mut entries = self.txn.open_table(table_for(key)).map_err(storage)?;
         let old = entries.remove(key).map_err(storage)?.map(|old| codec::decode_entry(key, old.value())).transpose()?;
         drop(entries);
         if let Some(at) = old.and_then(|old| old.expires_at) {
@@ -361,26 +423,25 @@ impl WriteTxn for RedbWrite {
         Ok(())
     }
 
-    fn expired(&self, now: UnixMillis, limit: usize) -> Result<Vec<Entry>, StorageError> {
-        let expiry = self.txn.open_table(EXPIRY).map_err(storage)?;
-        let mut keys = Vec::new();
-        for item in expiry.range((0u64, "")..=(now.0, "\u{10FFFF}")).map_err(storage)? {
-            let (k, _) = item.map_err(storage)?;
-            let (at, key) = k.value();
-            if at > now.0 || keys.len() >= limit {
-                break;
-            }
-            keys.push(key.to_owned());
+    fn clear(&mut self, compacted_through: u64) -> Result<u64, StorageError> {
+        let mut removed = 0;
+        for table in [ENTRIES, RECORDS] {
+            removed += self.txn.open_table(table).map_err(storage)?.len().map_err(storage)?;
         }
-        drop(expiry);
-        let mut entries = Vec::with_capacity(keys.len());
-        for key in keys {
-            match self.get(&key)? {
-                Some(entry) => entries.push(entry),
-                None => return Err(StorageError::Corrupt(format!("expiry index names missing key `{key}`"))),
-            }
+        // Dropping and recreating a table frees its pages at once instead of row by row.
+        for table in [ENTRIES, RECORDS] {
+            self.txn.delete_table(table).map_err(storage)?;
+            self.txn.open_table(table).map_err(storage)?;
         }
-        Ok(entries)
+        self.txn.delete_table(EXPIRY).map_err(storage)?;
+        self.txn.open_table(EXPIRY).map_err(storage)?;
+        self.txn.delete_table(EVENTS).map_err(storage)?;
+        self.txn.open_table(EVENTS).map_err(storage)?;
+        self.txn.delete_table(KEY_EVENTS).map_err(storage)?;
+        self.txn.open_table(KEY_EVENTS).map_err(storage)?;
+        self.txn.open_table(META).map_err(storage)?.insert(META_COMPACTED, compacted_through).map_err(storage)?;
+        self.next_seq = None;
+        Ok(removed)
     }
 
     fn compact(&mut self, through: u64, limit: usize) -> Result<u64, StorageError> {

@@ -26,13 +26,15 @@ fn events_round_trip() {
         revision: 12,
         key: "k".into(),
         kind: EventKind::Put,
+        action: None,
         version: 2,
         agent_id: Some("a".into()),
         time: UnixMillis(5),
         value: Some(json!([1, {"z": 0, "a": 1}])),
     };
     let expired = Event { kind: EventKind::Expired, agent_id: None, value: None, ..put.clone() };
-    for event in [put, expired] {
+    let claimed = Event { action: Some(Action::RunClaim), value: Some(json!({"attempt": 1})), ..put.clone() };
+    for event in [put, expired, claimed] {
         let bytes = encode_event(&event);
         assert_eq!(decode_event(12, &bytes).unwrap(), event);
         assert_eq!(event_key(&bytes).unwrap(), event.key);

@@ -1,0 +1,121 @@
+//! Where each kind of record lives. User keys are printable text (validation rejects control
+//! characters), so records the store keeps for itself live under keys that begin with U+0001
+//! and can never collide with, or be listed among, user keys. Storing leases, runs and
+//! sessions as entries gives them revisions, history and TTL expiry from the same machinery
+//! as user keys.
+//!
+//! Identifiers inside system keys are separated by U+0002, which ids cannot contain either,
+//! so `session "a"` version 3 and `session "a/b"` can never share a prefix.
+
+const SYSTEM: char = '\u{1}';
+const SEP: char = '\u{2}';
+
+/// User keys sort after this: scans of the user keyspace start here.
+pub const USER_KEYS_AFTER: &str = "\u{1f}";
+
+/// The one key a store reset records its event under.
+pub const RESET_KEY: &str = "\u{1}*";
+
+/// Whether a stored key is one of the store's own records rather than a user key.
+pub fn is_system(raw: &str) -> bool {
+    raw.starts_with(SYSTEM)
+}
+
+/// What a stored key holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Space {
+    /// A user key.
+    Kv,
+    /// A lease on a resource (entry TTL = lease expiry).
+    Lease,
+    /// The claim on a workflow run: a lease whose expiry returns the run to the queue.
+    Claim,
+    /// A workflow run record.
+    Run,
+    /// One step output of a run.
+    Step,
+    /// Index of runs that are not finished, in creation order.
+    Queue,
+    /// A session's latest context (entry version = session version).
+    Session,
+    /// One saved version of a session.
+    SessionVersion,
+    /// Store-wide events (reset).
+    Store,
+}
+
+const TAGS: [(Space, char); 8] = [
+    (Space::Lease, 'L'),
+    (Space::Claim, 'C'),
+    (Space::Run, 'R'),
+    (Space::Step, 'S'),
+    (Space::Queue, 'Q'),
+    (Space::Session, 'H'),
+    (Space::SessionVersion, 'V'),
+    (Space::Store, '*'),
+];
+
+fn tag(space: Space) -> char {
+    TAGS.iter().find(|(s, _)| *s == space).map_or('?', |(_, c)| *c)
+}
+
+/// The key prefix of every record of a space (empty for user keys).
+pub fn prefix(space: Space) -> String {
+    match space {
+        Space::Kv => String::new(),
+        other => format!("{SYSTEM}{}", tag(other)),
+    }
+}
+
+pub fn key(space: Space, id: &str) -> String {
+    format!("{}{id}", prefix(space))
+}
+
+pub fn lease_key(resource: &str) -> String {
+    key(Space::Lease, resource)
+}
+
+pub fn claim_key(run_id: &str) -> String {
+    key(Space::Claim, run_id)
+}
+
+pub fn run_key(run_id: &str) -> String {
+    key(Space::Run, run_id)
+}
+
+pub fn queue_key(run_id: &str) -> String {
+    key(Space::Queue, run_id)
+}
+
+pub fn step_prefix(run_id: &str) -> String {
+    format!("{}{run_id}{SEP}", prefix(Space::Step))
+}
+
+/// Steps sort numerically because the number is zero-padded.
+pub fn step_key(run_id: &str, step: u64) -> String {
+    format!("{}{step:020}", step_prefix(run_id))
+}
+
+pub fn session_key(session_id: &str) -> String {
+    key(Space::Session, session_id)
+}
+
+pub fn session_version_prefix(session_id: &str) -> String {
+    format!("{}{session_id}{SEP}", prefix(Space::SessionVersion))
+}
+
+pub fn session_version_key(session_id: &str, version: u64) -> String {
+    format!("{}{version:020}", session_version_prefix(session_id))
+}
+
+/// Splits a stored key into its space and the identifier a person would recognise.
+pub fn classify(raw: &str) -> (Space, &str) {
+    let Some(rest) = raw.strip_prefix(SYSTEM) else { return (Space::Kv, raw) };
+    let mut chars = rest.chars();
+    let space = chars.next().and_then(|c| TAGS.iter().find(|(_, t)| *t == c)).map_or(Space::Store, |(s, _)| *s);
+    let id = chars.as_str();
+    (space, id.split(SEP).next().unwrap_or(id))
+}
+
+#[cfg(test)]
+mod tests;

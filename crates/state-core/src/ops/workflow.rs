@@ -1,0 +1,537 @@
+//! Workflow runs: create, claim under a lease, checkpoint steps, finish, and resume after a
+//! worker dies.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::kv::{DEFAULT_LIST_LIMIT, page_size};
+use super::present;
+use crate::cursor;
+use crate::error::InvalidInput;
+use crate::key::{validate_agent_id, validate_key};
+use crate::limits::Limits;
+use crate::time::ttl_millis;
+
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+pub const MAX_ATTEMPTS_LIMIT: u32 = 1000;
+pub const DEFAULT_CLAIM_TTL_SECONDS: f64 = 60.0;
+
+/// Where a run is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Waiting for a worker (new, retried, or its last worker's claim expired).
+    Pending,
+    /// Claimed by a worker whose lease is live.
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub fn is_terminal(self) -> bool {
+        matches!(self, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Pending => "pending",
+            RunStatus::Running => "running",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+fn validate_tags(tags: &BTreeMap<String, String>) -> Result<(), InvalidInput> {
+    for (name, value) in tags {
+        validate_key("tags", name)?;
+        validate_agent_id(&format!("tags.{name}"), value)?;
+    }
+    Ok(())
+}
+
+/// Register a run for some worker to pick up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRunRequest {
+    /// What kind of work, e.g. `nightly-report`.
+    pub name: String,
+    /// Labels workers filter on, e.g. {"queue": "gpu"}.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// Anything the worker needs to start.
+    #[serde(default)]
+    pub input: Value,
+    /// Claims allowed before the run fails for good (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+}
+
+impl CreateRunRequest {
+    pub fn validate(&self, limits: &Limits) -> Result<(), InvalidInput> {
+        validate_key("name", &self.name)?;
+        validate_tags(&self.tags)?;
+        limits.check_value("input", &self.input)?;
+        if let Some(n) = self.max_attempts
+            && !(1..=MAX_ATTEMPTS_LIMIT).contains(&n)
+        {
+            return Err(InvalidInput::OutOfRange {
+                argument: "max_attempts",
+                message: format!("must be between 1 and {MAX_ATTEMPTS_LIMIT}; got {n}"),
+            });
+        }
+        if let Some(agent) = &self.agent_id {
+            validate_agent_id("agent_id", agent)?;
+        }
+        Ok(())
+    }
+
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CreateRunResult {
+    pub status: super::OkStatus,
+    /// Time-ordered: sorting run ids sorts runs by creation.
+    pub run_id: String,
+    pub name: String,
+    pub revision: u64,
+}
+
+/// Claim a given run, or the oldest claimable run matching the filters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRequest {
+    pub agent_id: String,
+    /// Seconds the claim lasts unless renewed by workflow_heartbeat (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_ttl_seconds: Option<f64>,
+    /// Claim this run; omit to take the oldest claimable run matching `tags` and `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Only runs carrying all of these tags.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// Only runs with this name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl ClaimRequest {
+    pub fn validate(&self) -> Result<u64, InvalidInput> {
+        validate_agent_id("agent_id", &self.agent_id)?;
+        if let Some(run_id) = &self.run_id {
+            validate_key("run_id", run_id)?;
+        }
+        if let Some(name) = &self.name {
+            validate_key("name", name)?;
+        }
+        validate_tags(&self.tags)?;
+        ttl_millis("lease_ttl_seconds", self.lease_ttl_seconds.unwrap_or(DEFAULT_CLAIM_TTL_SECONDS))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimStatus {
+    /// Yours: do the work, checkpoint each step with `token`.
+    Claimed,
+    /// Nothing matching is claimable now.
+    NoneAvailable,
+    /// Another worker holds a live claim on this run.
+    Held,
+    /// The run is finished (or out of attempts) and will not be claimable again.
+    Finished,
+    NotFound,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClaimResult {
+    pub status: ClaimStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Fencing token for checkpoint, heartbeat, complete and fail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<u64>,
+    /// 1 for the first claim, +1 for each reclaim after a worker failed or vanished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    /// Steps already accepted: continue from last_step + 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_step: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub input: Option<Value>,
+    /// When the claim lapses unless renewed (claimed), or the other worker's (held).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_expires_at: Option<String>,
+    /// The other worker (held).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// The run's status (finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_status: Option<RunStatus>,
+    pub revision: u64,
+}
+
+/// Record a finished step. Only the current holder with its current token may.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointRequest {
+    pub run_id: String,
+    pub agent_id: String,
+    pub token: u64,
+    /// Steps count from 1 and advance by one. Re-sending a recorded step with the same output is harmless.
+    pub step: u64,
+    #[serde(default)]
+    pub output: Value,
+}
+
+impl CheckpointRequest {
+    pub fn validate(&self, limits: &Limits) -> Result<(), InvalidInput> {
+        validate_key("run_id", &self.run_id)?;
+        validate_agent_id("agent_id", &self.agent_id)?;
+        validate_step(self.step)?;
+        limits.check_value("output", &self.output).map(|_| ())
+    }
+}
+
+pub fn validate_step(step: u64) -> Result<(), InvalidInput> {
+    if step == 0 {
+        return Err(InvalidInput::OutOfRange {
+            argument: "step",
+            message: "must be 1 or more: steps are numbered from 1".into(),
+        });
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointStatus {
+    Ok,
+    /// This step was already recorded with this output: nothing changed.
+    Duplicate,
+    /// The step was recorded with a different output, or is not the next step.
+    Conflict,
+    /// You no longer hold the run (claim expired, run reclaimed or finished).
+    Fenced,
+    NotFound,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckpointResult {
+    pub status: CheckpointStatus,
+    pub run_id: String,
+    pub step: u64,
+    /// The highest step recorded.
+    pub last_step: u64,
+    pub revision: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Renew your claim on a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeartbeatRequest {
+    pub run_id: String,
+    pub agent_id: String,
+    pub token: u64,
+    /// New claim lifetime in seconds from now (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_ttl_seconds: Option<f64>,
+}
+
+impl HeartbeatRequest {
+    pub fn validate(&self) -> Result<u64, InvalidInput> {
+        validate_key("run_id", &self.run_id)?;
+        validate_agent_id("agent_id", &self.agent_id)?;
+        ttl_millis("lease_ttl_seconds", self.lease_ttl_seconds.unwrap_or(DEFAULT_CLAIM_TTL_SECONDS))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HolderStatus {
+    Ok,
+    /// You no longer hold the run: claim expired, reclaimed by another worker, or finished.
+    Fenced,
+    NotFound,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HeartbeatResult {
+    pub status: HolderStatus,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_expires_at: Option<String>,
+    pub revision: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Finish a run you hold, with its result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteRequest {
+    pub run_id: String,
+    pub agent_id: String,
+    pub token: u64,
+    #[serde(default)]
+    pub result: Value,
+}
+
+impl CompleteRequest {
+    pub fn validate(&self, limits: &Limits) -> Result<(), InvalidInput> {
+        validate_key("run_id", &self.run_id)?;
+        validate_agent_id("agent_id", &self.agent_id)?;
+        limits.check_value("result", &self.result).map(|_| ())
+    }
+}
+
+/// Report that the attempt failed. Retryable failures return the run to the queue until
+/// max_attempts is reached.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FailRequest {
+    pub run_id: String,
+    pub agent_id: String,
+    pub token: u64,
+    pub error: String,
+    /// Default true: try again (another claim) while attempts remain.
+    #[serde(default = "yes")]
+    pub retryable: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl FailRequest {
+    pub fn validate(&self) -> Result<(), InvalidInput> {
+        validate_key("run_id", &self.run_id)?;
+        validate_agent_id("agent_id", &self.agent_id)?;
+        if self.error.len() > 64 * 1024 {
+            return Err(InvalidInput::OutOfRange { argument: "error", message: "is over 64 KiB: summarise it".into() });
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FinishResult {
+    pub status: HolderStatus,
+    pub run_id: String,
+    /// The run's status afterwards (pending when a failure will be retried).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_status: Option<RunStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    pub revision: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Stop a run that has not finished. Its worker's later writes are refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRequest {
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+}
+
+impl CancelRequest {
+    pub fn validate(&self) -> Result<(), InvalidInput> {
+        validate_key("run_id", &self.run_id)?;
+        if let Some(agent) = &self.agent_id {
+            validate_agent_id("agent_id", agent)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelStatus {
+    Ok,
+    /// The run had already finished.
+    Finished,
+    NotFound,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CancelResult {
+    pub status: CancelStatus,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_status: Option<RunStatus>,
+    pub revision: u64,
+}
+
+/// One run, by id.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    pub run_id: String,
+}
+
+impl RunRequest {
+    pub fn validate(&self) -> Result<(), InvalidInput> {
+        validate_key("run_id", &self.run_id)
+    }
+}
+
+/// A run without its step outputs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub name: String,
+    pub run_status: RunStatus,
+    pub tags: BTreeMap<String, String>,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub last_step: u64,
+    /// The worker holding a live claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_expires_at: Option<String>,
+    /// The latest failure, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FoundStatus {
+    Ok,
+    NotFound,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunStatusResult {
+    pub status: FoundStatus,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunSummary>,
+    pub revision: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StepOutput {
+    pub step: u64,
+    #[serde(deserialize_with = "present")]
+    pub output: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The attempt that recorded it.
+    pub attempt: u32,
+    pub at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResumeResult {
+    pub status: FoundStatus,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub input: Option<Value>,
+    /// Every accepted step, in order.
+    #[serde(default)]
+    pub steps: Vec<StepOutput>,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub result: Option<Value>,
+    pub revision: u64,
+}
+
+/// Runs filtered by status, name and tags, oldest first, a page at a time.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListRunsRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<RunStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Only runs carrying all of these tags.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// Page size, 1 to 1000 (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+impl ListRunsRequest {
+    pub fn validate(&self) -> Result<(), InvalidInput> {
+        if let Some(name) = &self.name {
+            validate_key("name", name)?;
+        }
+        validate_tags(&self.tags)?;
+        self.page_size()?;
+        self.start_after()?;
+        Ok(())
+    }
+
+    pub fn page_size(&self) -> Result<usize, InvalidInput> {
+        page_size("limit", self.limit, DEFAULT_LIST_LIMIT)
+    }
+
+    pub fn start_after(&self) -> Result<Option<String>, InvalidInput> {
+        self.cursor.as_deref().map(|c| cursor::decode("cursor", c)).transpose()
+    }
+}
+
+/// Runs a worker could claim now, filtered by name and tags, oldest first.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoverRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+impl From<DiscoverRequest> for ListRunsRequest {
+    fn from(d: DiscoverRequest) -> ListRunsRequest {
+        ListRunsRequest {
+            status: Some(RunStatus::Pending),
+            name: d.name,
+            tags: d.tags,
+            limit: d.limit,
+            cursor: d.cursor,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ListRunsResult {
+    pub runs: Vec<RunSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    pub revision: u64,
+}

@@ -1,0 +1,838 @@
+//! The workflow run state machine.
+//!
+//! A run is a system entry (`RunRecord`); the worker's claim on it is a separate entry whose
+//! TTL is the claim's lease, so a worker that stops heartbeating loses the run exactly when
+//! its lease runs out, and the sweeper (or the next claim) returns the run to the queue with
+//! the next attempt. Every operation that only the holder may perform checks the holder and
+//! the fencing token against the live claim; a worker that was paused past its lease is
+//! refused as `fenced` instead of clobbering its successor's work.
+//!
+//! ```text
+//!             claim                complete
+//!  pending ─────────▶ running ─────────────▶ completed
+//!     ▲                │  │ fail(retryable, attempts left) ─▶ pending
+//!     │  claim expired │  │ fail / claim expired on the last attempt ─▶ failed
+//!     └────────────────┘  │ cancel (from pending or running) ─▶ cancelled
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::cursor;
+use crate::entry::{Action, Entry, live};
+use crate::keyspace::{self, Space};
+use crate::ops::OkStatus;
+use crate::ops::workflow::{
+    CancelResult, CancelStatus, CheckpointResult, CheckpointStatus, ClaimResult, ClaimStatus, CreateRunRequest,
+    CreateRunResult, FinishResult, FoundStatus, HeartbeatResult, HolderStatus, ListRunsResult, ResumeResult, RunStatus,
+    RunStatusResult, RunSummary, StepOutput,
+};
+use crate::plan::{Changes, Plan, Record, WriteContext};
+use crate::time::UnixMillis;
+use crate::view::StateView;
+
+/// What a run entry holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub name: String,
+    pub tags: BTreeMap<String, String>,
+    pub input: Value,
+    pub status: RunStatus,
+    /// Claims so far.
+    pub attempt: u32,
+    pub max_attempts: u32,
+    /// Holder and token of the current (or, once finished, the last) claim.
+    pub holder: Option<String>,
+    pub token: Option<u64>,
+    pub last_step: u64,
+    pub result: Option<Value>,
+    pub error: Option<String>,
+    pub created_at: UnixMillis,
+    pub updated_at: UnixMillis,
+}
+
+/// What a claim entry holds; its TTL is the claim's lease.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimRecord {
+    pub holder: String,
+    pub token: u64,
+}
+
+/// What a step entry holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub output: Value,
+    pub agent_id: Option<String>,
+    pub attempt: u32,
+    pub at: UnixMillis,
+}
+
+fn decode<T: serde::de::DeserializeOwned>(entry: &Entry) -> Option<T> {
+    serde_json::from_value(entry.value.clone()).ok()
+}
+
+fn encode<T: Serialize>(record: &T) -> Value {
+    serde_json::to_value(record).unwrap_or(Value::Null)
+}
+
+/// A run id from the moment and revision of its creation, in ULID form (Crockford base32,
+/// 48 bits of milliseconds then 80 bits of revision): sortable by creation, unique because
+/// revisions are, and needing no randomness.
+pub fn run_id(now: UnixMillis, revision: u64) -> String {
+    const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    let value: u128 = (u128::from(now.0 & 0xFFFF_FFFF_FFFF) << 80) | u128::from(revision);
+    (0..26).rev().map(|i| ALPHABET[((value >> (i * 5)) & 31) as usize] as char).collect()
+}
+
+/// A run as stored, with its claim, read at one instant.
+#[derive(Debug, Clone)]
+pub struct RunView {
+    pub entry: Entry,
+    pub run: RunRecord,
+    pub claim: Option<Entry>,
+}
+
+/// Where a run really is at `now`, whether or not the sweeper has caught up.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Phase {
+    Pending,
+    /// Held by a live claim.
+    Held {
+        claim: ClaimRecord,
+        expires_at: Option<UnixMillis>,
+    },
+    /// Its worker's claim ran out; claimable again if attempts remain.
+    Lapsed {
+        attempts_left: bool,
+    },
+    Finished(RunStatus),
+}
+
+impl RunView {
+    pub fn load<V: StateView + ?Sized>(view: &V, run_id: &str) -> Result<Option<RunView>, V::Error> {
+        let Some(entry) = view.get(&keyspace::run_key(run_id))? else { return Ok(None) };
+        let Some(run) = decode::<RunRecord>(&entry) else { return Ok(None) };
+        let claim = view.get(&keyspace::claim_key(run_id))?;
+        Ok(Some(RunView { entry, run, claim }))
+    }
+
+    pub fn run_id(&self) -> &str {
+        keyspace::classify(&self.entry.key).1
+    }
+
+    pub fn phase(&self, now: UnixMillis) -> Phase {
+        match self.run.status {
+            RunStatus::Pending => Phase::Pending,
+            RunStatus::Running => {
+                let claim =
+                    live(self.claim.clone(), now).and_then(|e| decode::<ClaimRecord>(&e).map(|c| (c, e.expires_at)));
+                match claim {
+                    Some((claim, expires_at)) if Some(claim.token) == self.run.token => {
+                        Phase::Held { claim, expires_at }
+                    }
+                    _ => Phase::Lapsed { attempts_left: self.run.attempt < self.run.max_attempts },
+                }
+            }
+            done => Phase::Finished(done),
+        }
+    }
+
+    pub fn status(&self, now: UnixMillis) -> RunStatus {
+        match self.phase(now) {
+            Phase::Pending | Phase::Lapsed { attempts_left: true } => RunStatus::Pending,
+            Phase::Held { .. } => RunStatus::Running,
+            Phase::Lapsed { attempts_left: false } => RunStatus::Failed,
+            Phase::Finished(status) => status,
+        }
+    }
+
+    pub fn summary(&self, now: UnixMillis) -> RunSummary {
+        let phase = self.phase(now);
+        let (holder, lease_expires_at) = match &phase {
+            Phase::Held { claim, expires_at } => (Some(claim.holder.clone()), expires_at.map(UnixMillis::to_rfc3339)),
+            _ => (None, None),
+        };
+        let error = match phase {
+            Phase::Lapsed { attempts_left: false } => Some(lapse_error(&self.run)),
+            _ => self.run.error.clone(),
+        };
+        RunSummary {
+            run_id: self.run_id().to_owned(),
+            name: self.run.name.clone(),
+            run_status: self.status(now),
+            tags: self.run.tags.clone(),
+            attempt: self.run.attempt,
+            max_attempts: self.run.max_attempts,
+            last_step: self.run.last_step,
+            holder,
+            lease_expires_at,
+            error,
+            created_at: self.run.created_at.to_rfc3339(),
+            updated_at: self.run.updated_at.to_rfc3339(),
+        }
+    }
+
+    fn matches(&self, name: Option<&str>, tags: &BTreeMap<String, String>) -> bool {
+        name.is_none_or(|n| n == self.run.name) && tags.iter().all(|(k, v)| self.run.tags.get(k) == Some(v))
+    }
+}
+
+fn lapse_error(run: &RunRecord) -> String {
+    format!("the claim of attempt {} expired and no attempts remain (max_attempts {})", run.attempt, run.max_attempts)
+}
+
+/// Creates a run, pending, with a time-ordered id.
+pub fn plan_create(req: &CreateRunRequest, ctx: &WriteContext) -> Plan<CreateRunResult> {
+    let id = run_id(ctx.now, ctx.next_revision());
+    let run = RunRecord {
+        name: req.name.clone(),
+        tags: req.tags.clone(),
+        input: req.input.clone(),
+        status: RunStatus::Pending,
+        attempt: 0,
+        max_attempts: req.max_attempts(),
+        holder: None,
+        token: None,
+        last_step: 0,
+        result: None,
+        error: None,
+        created_at: ctx.now,
+        updated_at: ctx.now,
+    };
+    let mut changes = Changes::new(ctx, req.agent_id.as_deref());
+    let detail = json!({"name": run.name, "tags": run.tags, "max_attempts": run.max_attempts});
+    changes.write(None, &keyspace::run_key(&id), encode(&run), None, Record::Transition(Action::RunCreate, detail));
+    changes.write(None, &keyspace::queue_key(&id), Value::Null, None, Record::Silent);
+    let revision = changes.revision();
+    changes.finish(CreateRunResult { status: OkStatus::Ok, run_id: id, name: req.name.clone(), revision })
+}
+
+/// Writes the new state of a run, recording the transition.
+fn save_run(changes: &mut Changes<'_>, stored: &Entry, run: &RunRecord, action: Action, detail: Value) -> Entry {
+    changes.write(Some(stored), &stored.key, encode(run), None, Record::Transition(action, detail))
+}
+
+/// Leaves the queue and drops the claim: the run is finished.
+fn retire(changes: &mut Changes<'_>, view: &RunView) {
+    if let Some(claim) = &view.claim {
+        changes.remove(claim, Record::Silent);
+    }
+    changes.drop_key(&keyspace::queue_key(view.run_id()));
+}
+
+/// Settles a run whose claim ran out: back to pending while attempts remain, else failed.
+/// Returns the run as it now stands.
+fn settle_lapse(changes: &mut Changes<'_>, view: &RunView) -> RunView {
+    let mut run = view.run.clone();
+    let attempts_left = run.attempt < run.max_attempts;
+    let previous = run.holder.clone();
+    if attempts_left {
+        run.status = RunStatus::Pending;
+    } else {
+        run.status = RunStatus::Failed;
+        run.error = Some(lapse_error(&run));
+    }
+    run.updated_at = changes.now();
+    let detail = json!({"attempt": run.attempt, "holder": previous, "run_status": run.status});
+    if let Some(claim) = &view.claim {
+        if claim.is_expired(changes.now()) {
+            changes.expire(claim);
+        } else {
+            changes.remove(claim, Record::Silent);
+        }
+    }
+    if !attempts_left {
+        retire(changes, &RunView { claim: None, ..view.clone() });
+    }
+    let entry = save_run(changes, &view.entry, &run, Action::RunClaimExpire, detail);
+    RunView { entry, run, claim: None }
+}
+
+/// The claim-expiry transition, for the sweeper: `expired` is a claim entry whose TTL ran out.
+pub(crate) fn expire_claim<V: StateView + ?Sized>(
+    view: &V,
+    changes: &mut Changes<'_>,
+    expired: &Entry,
+) -> Result<(), V::Error> {
+    let (_, run_id) = keyspace::classify(&expired.key);
+    match RunView::load(view, run_id)? {
+        Some(run) if matches!(run.phase(changes.now()), Phase::Lapsed { .. }) => {
+            settle_lapse(changes, &run);
+        }
+        // An orphaned or superseded claim: just drop it.
+        _ => changes.expire(expired),
+    }
+    Ok(())
+}
+
+/// The claim parameters of one request.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimArgs<'a> {
+    pub agent_id: &'a str,
+    /// `None`: the claim never lapses (profiles of servers without claim leases).
+    pub ttl_millis: Option<u64>,
+    pub run_id: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub tags: &'a BTreeMap<String, String>,
+}
+
+fn claim_outcome(status: ClaimStatus, revision: u64) -> ClaimResult {
+    ClaimResult {
+        status,
+        run_id: None,
+        name: None,
+        token: None,
+        attempt: None,
+        max_attempts: None,
+        last_step: None,
+        input: None,
+        lease_expires_at: None,
+        holder: None,
+        run_status: None,
+        revision,
+    }
+}
+
+/// Claims a given run, or the oldest claimable run matching the filters.
+pub fn plan_claim<V: StateView + ?Sized>(
+    view: &V,
+    args: ClaimArgs<'_>,
+    ctx: &WriteContext,
+) -> Result<Plan<ClaimResult>, V::Error> {
+    let now = ctx.now;
+    let target = match args.run_id {
+        Some(run_id) => {
+            let Some(run) = RunView::load(view, run_id)? else {
+                return Ok(Plan::unchanged(ClaimResult {
+                    run_id: Some(run_id.to_owned()),
+                    ..claim_outcome(ClaimStatus::NotFound, ctx.revision)
+                }));
+            };
+            match run.phase(now) {
+                Phase::Held { claim, expires_at } if claim.holder != args.agent_id => {
+                    return Ok(Plan::unchanged(ClaimResult {
+                        run_id: Some(run_id.to_owned()),
+                        holder: Some(claim.holder),
+                        lease_expires_at: expires_at.map(UnixMillis::to_rfc3339),
+                        ..claim_outcome(ClaimStatus::Held, ctx.revision)
+                    }));
+                }
+                Phase::Finished(_) | Phase::Lapsed { attempts_left: false } => {
+                    return Ok(Plan::unchanged(ClaimResult {
+                        run_id: Some(run_id.to_owned()),
+                        run_status: Some(run.status(now)),
+                        ..claim_outcome(ClaimStatus::Finished, ctx.revision)
+                    }));
+                }
+                _ => run,
+            }
+        }
+        None => match next_claimable(view, args, now)? {
+            Some(run) => run,
+            None => return Ok(Plan::unchanged(claim_outcome(ClaimStatus::NoneAvailable, ctx.revision))),
+        },
+    };
+    let mut changes = Changes::new(ctx, Some(args.agent_id));
+    let result = claim_run(&mut changes, target, args);
+    Ok(changes.finish(result))
+}
+
+/// The oldest run in the queue that is claimable now and matches the filters.
+fn next_claimable<V: StateView + ?Sized>(
+    view: &V,
+    args: ClaimArgs<'_>,
+    now: UnixMillis,
+) -> Result<Option<RunView>, V::Error> {
+    let mut found = None;
+    let mut failure = None;
+    view.scan(&keyspace::prefix(Space::Queue), None, &mut |queued| {
+        let (_, run_id) = keyspace::classify(&queued.key);
+        match RunView::load(view, run_id) {
+            Ok(Some(run)) if run.matches(args.name, args.tags) && claimable(&run.phase(now)) => {
+                found = Some(run);
+                false
+            }
+            Ok(_) => true,
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        }
+    })?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(found),
+    }
+}
+
+fn claimable(phase: &Phase) -> bool {
+    matches!(phase, Phase::Pending | Phase::Lapsed { attempts_left: true })
+}
+
+fn claim_run(changes: &mut Changes<'_>, target: RunView, args: ClaimArgs<'_>) -> ClaimResult {
+    let now = changes.now();
+    // The claim's fencing token is the revision that commits it, like a lease grant's.
+    let token = changes.next_revision();
+    let run_id = target.run_id().to_owned();
+    // Any claim after the first attempt is a reclaim, whether the lapse was already swept or not.
+    let action = if target.run.attempt > 0 { Action::RunReclaim } else { Action::RunClaim };
+    let target = match target.phase(now) {
+        // The same worker claiming again (say, after losing a response) renews its claim.
+        Phase::Held { claim, .. } => {
+            let mut run = target.run.clone();
+            run.updated_at = now;
+            let claim_entry = changes.write(
+                target.claim.as_ref(),
+                &keyspace::claim_key(&run_id),
+                encode(&claim),
+                args.ttl_millis,
+                Record::Silent,
+            );
+            let detail = json!({"attempt": run.attempt, "holder": claim.holder, "token": claim.token});
+            let entry = save_run(changes, &target.entry, &run, Action::RunHeartbeat, detail);
+            return claimed(&run_id, &run, claim.token, &entry, claim_entry.expires_at);
+        }
+        Phase::Lapsed { .. } => settle_lapse(changes, &target),
+        _ => target,
+    };
+    let mut run = target.run.clone();
+    run.status = RunStatus::Running;
+    run.attempt += 1;
+    run.holder = Some(args.agent_id.to_owned());
+    run.token = Some(token);
+    run.updated_at = now;
+    let claim = ClaimRecord { holder: args.agent_id.to_owned(), token };
+    let claim_entry = changes.write(
+        target.claim.as_ref(),
+        &keyspace::claim_key(&run_id),
+        encode(&claim),
+        args.ttl_millis,
+        Record::Silent,
+    );
+    let detail = json!({"attempt": run.attempt, "holder": args.agent_id, "token": token});
+    let entry = save_run(changes, &target.entry, &run, action, detail);
+    claimed(&run_id, &run, token, &entry, claim_entry.expires_at)
+}
+
+fn claimed(run_id: &str, run: &RunRecord, token: u64, entry: &Entry, expires_at: Option<UnixMillis>) -> ClaimResult {
+    ClaimResult {
+        status: ClaimStatus::Claimed,
+        run_id: Some(run_id.to_owned()),
+        name: Some(run.name.clone()),
+        token: Some(token),
+        attempt: Some(run.attempt),
+        max_attempts: Some(run.max_attempts),
+        last_step: Some(run.last_step),
+        input: Some(run.input.clone()),
+        lease_expires_at: expires_at.map(UnixMillis::to_rfc3339),
+        holder: None,
+        run_status: None,
+        revision: entry.mod_revision,
+    }
+}
+
+/// Who is asking to act as a run's holder. Profiles of servers without tokens pass `None`s
+/// and are not fenced (that server accepted such calls from anyone).
+#[derive(Debug, Clone, Copy)]
+pub struct Caller<'a> {
+    pub agent_id: Option<&'a str>,
+    pub token: Option<u64>,
+}
+
+impl Caller<'_> {
+    fn is_fenced(&self) -> bool {
+        self.agent_id.is_some() || self.token.is_some()
+    }
+}
+
+enum Authorized {
+    Yes(RunView),
+    NotFound,
+    Refused(String, RunView),
+}
+
+/// Checks that the caller holds a live claim on the run with its current token.
+fn authorize<V: StateView + ?Sized>(
+    view: &V,
+    run_id: &str,
+    caller: Caller<'_>,
+    now: UnixMillis,
+) -> Result<Authorized, V::Error> {
+    let Some(run) = RunView::load(view, run_id)? else { return Ok(Authorized::NotFound) };
+    if !caller.is_fenced() {
+        return Ok(Authorized::Yes(run));
+    }
+    let refusal = match run.phase(now) {
+        Phase::Held { claim, .. }
+            if caller.agent_id.is_none_or(|a| a == claim.holder) && caller.token.is_none_or(|t| t == claim.token) =>
+        {
+            return Ok(Authorized::Yes(run));
+        }
+        Phase::Held { claim, .. } => format!(
+            "run `{run_id}` is held by `{}` (attempt {}); your claim is no longer current",
+            claim.holder, run.run.attempt
+        ),
+        Phase::Lapsed { .. } => format!("your claim on run `{run_id}` expired; claim the run again to continue"),
+        Phase::Pending => format!("run `{run_id}` is not claimed; claim it first"),
+        Phase::Finished(status) => format!("run `{run_id}` is already {}", status.as_str()),
+    };
+    Ok(Authorized::Refused(refusal, run))
+}
+
+/// How strictly a checkpoint is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepRule {
+    /// Steps advance by one; a recorded step may only be re-sent with the same output.
+    Sequential,
+    /// Any step number; re-sending a step replaces its output (profiles of servers that did so).
+    Overwrite,
+}
+
+/// Records a step's output for the run's current holder.
+pub fn plan_checkpoint<V: StateView + ?Sized>(
+    view: &V,
+    run_id: &str,
+    caller: Caller<'_>,
+    step: u64,
+    output: &Value,
+    rule: StepRule,
+    ctx: &WriteContext,
+) -> Result<Plan<CheckpointResult>, V::Error> {
+    let outcome = |status, last_step, message: Option<String>| CheckpointResult {
+        status,
+        run_id: run_id.to_owned(),
+        step,
+        last_step,
+        revision: ctx.revision,
+        message,
+    };
+    let run = match authorize(view, run_id, caller, ctx.now)? {
+        Authorized::Yes(run) => run,
+        Authorized::NotFound => return Ok(Plan::unchanged(outcome(CheckpointStatus::NotFound, 0, None))),
+        Authorized::Refused(why, run) => {
+            return Ok(Plan::unchanged(outcome(CheckpointStatus::Fenced, run.run.last_step, Some(why))));
+        }
+    };
+    let last = run.run.last_step;
+    let step_key = keyspace::step_key(run_id, step);
+    let recorded = view.get(&step_key)?;
+    if rule == StepRule::Sequential {
+        if let Some(recorded) = recorded.as_ref().and_then(decode::<StepRecord>) {
+            return Ok(Plan::unchanged(if &recorded.output == output {
+                outcome(CheckpointStatus::Duplicate, last, None)
+            } else {
+                outcome(
+                    CheckpointStatus::Conflict,
+                    last,
+                    Some(format!(
+                        "step {step} was already recorded with a different output; steps are immutable once accepted"
+                    )),
+                )
+            }));
+        }
+        if step != last + 1 {
+            return Ok(Plan::unchanged(outcome(
+                CheckpointStatus::Conflict,
+                last,
+                Some(format!("step {step} is out of order: the next step is {}", last + 1)),
+            )));
+        }
+    }
+    let mut changes = Changes::new(ctx, caller.agent_id);
+    let record = StepRecord {
+        output: output.clone(),
+        agent_id: caller.agent_id.map(str::to_owned),
+        attempt: run.run.attempt,
+        at: ctx.now,
+    };
+    changes.write(recorded.as_ref(), &step_key, encode(&record), None, Record::Silent);
+    let mut updated = run.run.clone();
+    updated.last_step = last.max(step);
+    updated.updated_at = ctx.now;
+    let detail = json!({"step": step, "attempt": updated.attempt});
+    save_run(&mut changes, &run.entry, &updated, Action::RunCheckpoint, detail);
+    let revision = changes.revision();
+    Ok(changes.finish(CheckpointResult { revision, ..outcome(CheckpointStatus::Ok, updated.last_step, None) }))
+}
+
+fn holder_refusal(run_id: &str, status: HolderStatus, message: Option<String>, revision: u64) -> HeartbeatResult {
+    HeartbeatResult { status, run_id: run_id.to_owned(), lease_expires_at: None, revision, message }
+}
+
+/// Renews the caller's claim for another `ttl` from now.
+pub fn plan_heartbeat<V: StateView + ?Sized>(
+    view: &V,
+    run_id: &str,
+    caller: Caller<'_>,
+    ttl_millis: Option<u64>,
+    ctx: &WriteContext,
+) -> Result<Plan<HeartbeatResult>, V::Error> {
+    let run = match authorize(view, run_id, caller, ctx.now)? {
+        Authorized::Yes(run) => run,
+        Authorized::NotFound => {
+            return Ok(Plan::unchanged(holder_refusal(run_id, HolderStatus::NotFound, None, ctx.revision)));
+        }
+        Authorized::Refused(why, _) => {
+            return Ok(Plan::unchanged(holder_refusal(run_id, HolderStatus::Fenced, Some(why), ctx.revision)));
+        }
+    };
+    let Phase::Held { claim, .. } = run.phase(ctx.now) else {
+        let why = format!("run `{run_id}` is not claimed; claim it first");
+        return Ok(Plan::unchanged(holder_refusal(run_id, HolderStatus::Fenced, Some(why), ctx.revision)));
+    };
+    let mut changes = Changes::new(ctx, caller.agent_id);
+    let claim_entry =
+        changes.write(run.claim.as_ref(), &keyspace::claim_key(run_id), encode(&claim), ttl_millis, Record::Silent);
+    let mut updated = run.run.clone();
+    updated.updated_at = ctx.now;
+    let detail = json!({"attempt": updated.attempt, "holder": claim.holder, "token": claim.token});
+    save_run(&mut changes, &run.entry, &updated, Action::RunHeartbeat, detail);
+    let revision = changes.revision();
+    Ok(changes.finish(HeartbeatResult {
+        status: HolderStatus::Ok,
+        run_id: run_id.to_owned(),
+        lease_expires_at: claim_entry.expires_at.map(UnixMillis::to_rfc3339),
+        revision,
+        message: None,
+    }))
+}
+
+fn finish_refusal(
+    run_id: &str,
+    status: HolderStatus,
+    run: Option<&RunView>,
+    message: Option<String>,
+    ctx: &WriteContext,
+) -> FinishResult {
+    FinishResult {
+        status,
+        run_id: run_id.to_owned(),
+        run_status: run.map(|r| r.status(ctx.now)),
+        attempt: run.map(|r| r.run.attempt),
+        revision: ctx.revision,
+        message,
+    }
+}
+
+/// How a holder ends its attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ending {
+    Complete { result: Value },
+    Fail { error: String, retryable: bool },
+}
+
+/// Completes the run, or fails the attempt (returning the run to the queue while retryable
+/// attempts remain). Repeating the same completion with the same token changes nothing.
+pub fn plan_finish<V: StateView + ?Sized>(
+    view: &V,
+    run_id: &str,
+    caller: Caller<'_>,
+    ending: &Ending,
+    ctx: &WriteContext,
+) -> Result<Plan<FinishResult>, V::Error> {
+    let run = match authorize(view, run_id, caller, ctx.now)? {
+        Authorized::Yes(run) => run,
+        Authorized::NotFound => {
+            return Ok(Plan::unchanged(finish_refusal(run_id, HolderStatus::NotFound, None, None, ctx)));
+        }
+        Authorized::Refused(why, run) => {
+            // A lost response makes workers repeat a completion: the same holder and token
+            // completing an already completed run is answered, not refused.
+            let repeat = matches!(ending, Ending::Complete { .. })
+                && run.run.status == RunStatus::Completed
+                && caller.token == run.run.token
+                && caller.agent_id == run.run.holder.as_deref();
+            let status = if repeat { HolderStatus::Ok } else { HolderStatus::Fenced };
+            let message = if repeat { None } else { Some(why) };
+            return Ok(Plan::unchanged(finish_refusal(run_id, status, Some(&run), message, ctx)));
+        }
+    };
+    let mut changes = Changes::new(ctx, caller.agent_id);
+    let mut updated = run.run.clone();
+    updated.updated_at = ctx.now;
+    let (action, detail) = match ending {
+        Ending::Complete { result } => {
+            updated.status = RunStatus::Completed;
+            updated.result = Some(result.clone());
+            retire(&mut changes, &run);
+            (Action::RunComplete, json!({"attempt": updated.attempt, "last_step": updated.last_step}))
+        }
+        Ending::Fail { error, retryable } => {
+            updated.error = Some(error.clone());
+            if let Some(claim) = &run.claim {
+                changes.remove(claim, Record::Silent);
+            }
+            if *retryable && updated.attempt < updated.max_attempts {
+                updated.status = RunStatus::Pending;
+                (Action::RunRetry, json!({"attempt": updated.attempt, "error": error}))
+            } else {
+                updated.status = RunStatus::Failed;
+                retire(&mut changes, &RunView { claim: None, ..run.clone() });
+                (Action::RunFail, json!({"attempt": updated.attempt, "error": error, "retryable": retryable}))
+            }
+        }
+    };
+    save_run(&mut changes, &run.entry, &updated, action, detail);
+    let revision = changes.revision();
+    Ok(changes.finish(FinishResult {
+        status: HolderStatus::Ok,
+        run_id: run_id.to_owned(),
+        run_status: Some(updated.status),
+        attempt: Some(updated.attempt),
+        revision,
+        message: None,
+    }))
+}
+
+/// Cancels a run that has not finished; its holder's later writes are fenced.
+pub fn plan_cancel<V: StateView + ?Sized>(
+    view: &V,
+    run_id: &str,
+    reason: Option<&str>,
+    agent_id: Option<&str>,
+    ctx: &WriteContext,
+) -> Result<Plan<CancelResult>, V::Error> {
+    let outcome =
+        |status, run_status| CancelResult { status, run_id: run_id.to_owned(), run_status, revision: ctx.revision };
+    let Some(run) = RunView::load(view, run_id)? else {
+        return Ok(Plan::unchanged(outcome(CancelStatus::NotFound, None)));
+    };
+    let current = run.status(ctx.now);
+    if current.is_terminal() {
+        return Ok(Plan::unchanged(outcome(CancelStatus::Finished, Some(current))));
+    }
+    let mut changes = Changes::new(ctx, agent_id);
+    let mut updated = run.run.clone();
+    updated.status = RunStatus::Cancelled;
+    updated.error = reason.map(str::to_owned);
+    updated.updated_at = ctx.now;
+    retire(&mut changes, &run);
+    save_run(
+        &mut changes,
+        &run.entry,
+        &updated,
+        Action::RunCancel,
+        json!({"attempt": updated.attempt, "reason": reason}),
+    );
+    let revision = changes.revision();
+    Ok(changes.finish(CancelResult {
+        status: CancelStatus::Ok,
+        run_id: run_id.to_owned(),
+        run_status: Some(RunStatus::Cancelled),
+        revision,
+    }))
+}
+
+/// The lightweight view of a run.
+pub fn status<V: StateView + ?Sized>(
+    view: &V,
+    run_id: &str,
+    now: UnixMillis,
+    revision: u64,
+) -> Result<RunStatusResult, V::Error> {
+    Ok(match RunView::load(view, run_id)? {
+        Some(run) => RunStatusResult {
+            status: FoundStatus::Ok,
+            run_id: run_id.to_owned(),
+            run: Some(run.summary(now)),
+            revision,
+        },
+        None => RunStatusResult { status: FoundStatus::NotFound, run_id: run_id.to_owned(), run: None, revision },
+    })
+}
+
+/// Everything a new worker needs to continue a run.
+pub fn resume<V: StateView + ?Sized>(
+    view: &V,
+    run_id: &str,
+    now: UnixMillis,
+    revision: u64,
+) -> Result<ResumeResult, V::Error> {
+    let Some(run) = RunView::load(view, run_id)? else {
+        return Ok(ResumeResult {
+            status: FoundStatus::NotFound,
+            run_id: run_id.to_owned(),
+            run: None,
+            input: None,
+            steps: Vec::new(),
+            result: None,
+            revision,
+        });
+    };
+    let mut steps = Vec::new();
+    view.scan(&keyspace::step_prefix(run_id), None, &mut |entry| {
+        let step = entry.key.rsplit('\u{2}').next().and_then(|n| n.parse::<u64>().ok());
+        if let (Some(step), Some(record)) = (step, decode::<StepRecord>(&entry)) {
+            steps.push(StepOutput {
+                step,
+                output: Some(record.output),
+                agent_id: record.agent_id,
+                attempt: record.attempt,
+                at: record.at.to_rfc3339(),
+            });
+        }
+        true
+    })?;
+    Ok(ResumeResult {
+        status: FoundStatus::Ok,
+        run_id: run_id.to_owned(),
+        input: Some(run.run.input.clone()),
+        result: run.run.result.clone(),
+        run: Some(run.summary(now)),
+        steps,
+        revision,
+    })
+}
+
+/// Filters for listing runs.
+#[derive(Debug, Clone, Copy)]
+pub struct RunFilter<'a> {
+    pub status: Option<RunStatus>,
+    pub name: Option<&'a str>,
+    pub tags: &'a BTreeMap<String, String>,
+}
+
+/// Runs matching the filter in creation order, a page at a time.
+pub fn list<V: StateView + ?Sized>(
+    view: &V,
+    filter: RunFilter<'_>,
+    after: Option<&str>,
+    page: usize,
+    now: UnixMillis,
+    revision: u64,
+) -> Result<ListRunsResult, V::Error> {
+    let mut runs: Vec<RunSummary> = Vec::new();
+    let mut more = false;
+    let mut failure = None;
+    let after_key = after.map(keyspace::run_key);
+    view.scan(&keyspace::prefix(Space::Run), after_key.as_deref(), &mut |entry| {
+        let (_, run_id) = keyspace::classify(&entry.key);
+        let claim = match view.get(&keyspace::claim_key(run_id)) {
+            Ok(claim) => claim,
+            Err(e) => {
+                failure = Some(e);
+                return false;
+            }
+        };
+        let Some(run) = decode::<RunRecord>(&entry) else { return true };
+        let run = RunView { entry, run, claim };
+        if run.matches(filter.name, filter.tags) && filter.status.is_none_or(|s| s == run.status(now)) {
+            if runs.len() == page {
+                more = true;
+                return false;
+            }
+            runs.push(run.summary(now));
+        }
+        true
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let next_cursor = if more { runs.last().map(|r| cursor::encode(&r.run_id)) } else { None };
+    Ok(ListRunsResult { runs, next_cursor, revision })
+}
+
+#[cfg(test)]
+mod tests;

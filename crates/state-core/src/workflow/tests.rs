@@ -1,0 +1,405 @@
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::*;
+use crate::ops::history::HistoryOp;
+use crate::plan::plan_expire;
+use crate::testing::Sim;
+
+const TTL: Option<u64> = Some(1_000);
+
+fn create(sim: &mut Sim, name: &str, tags: &[(&str, &str)], max_attempts: u32) -> String {
+    let req = CreateRunRequest {
+        name: name.into(),
+        tags: tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        input: json!({"job": name}),
+        max_attempts: Some(max_attempts),
+        agent_id: None,
+    };
+    sim.run(|_, ctx| Ok(plan_create(&req, ctx))).run_id
+}
+
+fn claim(sim: &mut Sim, agent: &str, run_id: Option<&str>, tags: &[(&str, &str)]) -> ClaimResult {
+    let tags: BTreeMap<String, String> = tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    sim.run(|v, ctx| {
+        plan_claim(v, ClaimArgs { agent_id: agent, ttl_millis: TTL, run_id, name: None, tags: &tags }, ctx)
+    })
+}
+
+fn as_holder(agent: &str, token: u64) -> Caller<'_> {
+    Caller { agent_id: Some(agent), token: Some(token) }
+}
+
+fn checkpoint(sim: &mut Sim, run: &str, caller: Caller<'_>, step: u64, output: serde_json::Value) -> CheckpointResult {
+    sim.run(|v, ctx| plan_checkpoint(v, run, caller, step, &output, StepRule::Sequential, ctx))
+}
+
+fn status(sim: &Sim, run: &str) -> RunSummary {
+    sim.read(|v| super::status(v, run, sim.now, 0)).run.expect("run exists")
+}
+
+fn sweep(sim: &mut Sim) -> usize {
+    let now = sim.now;
+    let due: Vec<_> = sim.view.entries.values().filter(|e| e.is_expired(now)).cloned().collect();
+    sim.run(|v, ctx| plan_expire(v, &due, ctx))
+}
+
+#[test]
+fn run_ids_sort_by_creation() {
+    let mut sim = Sim::new();
+    let a = create(&mut sim, "x", &[], 3);
+    sim.advance(1);
+    let b = create(&mut sim, "x", &[], 3);
+    let c = create(&mut sim, "x", &[], 3);
+    assert!(a < b && b < c, "{a} {b} {c}");
+    assert_eq!(a.len(), 26);
+    assert_eq!(run_id(UnixMillis(0), 0), "00000000000000000000000000");
+}
+
+#[test]
+fn create_then_claim_the_oldest_matching_run() {
+    let mut sim = Sim::new();
+    let cpu = create(&mut sim, "render", &[("queue", "cpu")], 3);
+    let gpu = create(&mut sim, "render", &[("queue", "gpu")], 3);
+    assert_eq!(status(&sim, &cpu).run_status, RunStatus::Pending);
+
+    let got = claim(&mut sim, "w1", None, &[("queue", "gpu")]);
+    assert_eq!((got.status, got.run_id.as_deref()), (ClaimStatus::Claimed, Some(gpu.as_str())));
+    assert_eq!((got.attempt, got.last_step, got.input.clone()), (Some(1), Some(0), Some(json!({"job": "render"}))));
+    assert_eq!(got.token, Some(got.revision), "the claim's token is the revision that granted it");
+
+    let any = claim(&mut sim, "w2", None, &[]);
+    assert_eq!(any.run_id.as_deref(), Some(cpu.as_str()), "oldest first, skipping runs already held");
+    let none = claim(&mut sim, "w3", None, &[]);
+    assert_eq!(none.status, ClaimStatus::NoneAvailable);
+
+    let held = claim(&mut sim, "w3", Some(&gpu), &[]);
+    assert_eq!((held.status, held.holder.as_deref()), (ClaimStatus::Held, Some("w1")));
+    let missing = claim(&mut sim, "w3", Some("nope"), &[]);
+    assert_eq!(missing.status, ClaimStatus::NotFound);
+    assert_eq!(sim.ops_of(&gpu), vec![HistoryOp::Create, HistoryOp::Claim]);
+}
+
+#[test]
+fn steps_advance_by_one_and_are_immutable() {
+    let mut sim = Sim::new();
+    let run = create(&mut sim, "etl", &[], 3);
+    let token = claim(&mut sim, "w1", None, &[]).token.unwrap();
+    let me = as_holder("w1", token);
+
+    assert_eq!(checkpoint(&mut sim, &run, me, 1, json!("a")).status, CheckpointStatus::Ok);
+    let resend = checkpoint(&mut sim, &run, me, 1, json!("a"));
+    assert_eq!((resend.status, resend.last_step), (CheckpointStatus::Duplicate, 1));
+    let rewrite = checkpoint(&mut sim, &run, me, 1, json!("changed"));
+    assert_eq!(rewrite.status, CheckpointStatus::Conflict);
+    let skip = checkpoint(&mut sim, &run, me, 3, json!("c"));
+    assert_eq!(skip.status, CheckpointStatus::Conflict);
+    assert!(skip.message.unwrap().contains("next step is 2"));
+    let next = checkpoint(&mut sim, &run, me, 2, json!("b"));
+    assert_eq!((next.status, next.last_step), (CheckpointStatus::Ok, 2));
+
+    let resumed = sim.read(|v| resume(v, &run, sim.now, 0));
+    let steps: Vec<_> = resumed.steps.iter().map(|s| (s.step, s.output.clone(), s.attempt)).collect();
+    assert_eq!(steps, vec![(1, Some(json!("a")), 1), (2, Some(json!("b")), 1)]);
+}
+
+#[test]
+fn only_the_current_holder_with_its_token_may_write() {
+    let mut sim = Sim::new();
+    let run = create(&mut sim, "etl", &[], 3);
+    let token = claim(&mut sim, "w1", None, &[]).token.unwrap();
+    for (caller, why) in [(as_holder("w2", token), "another agent"), (as_holder("w1", token + 1), "a wrong token")] {
+        let refused = checkpoint(&mut sim, &run, caller, 1, json!(1));
+        assert_eq!(refused.status, CheckpointStatus::Fenced, "{why}");
+    }
+    let missing = checkpoint(&mut sim, "nope", as_holder("w1", token), 1, json!(1));
+    assert_eq!(missing.status, CheckpointStatus::NotFound);
+}
+
+#[test]
+fn a_claim_lapses_exactly_at_its_expiry_and_the_run_is_reclaimed() {
+    let mut sim = Sim::new();
+    let run = create(&mut sim, "etl", &[], 3);
+    let old = claim(&mut sim, "w1", None, &[]).token.unwrap();
+    assert_eq!(checkpoint(&mut sim, &run, as_holder("w1", old), 1, json!("one")).status, CheckpointStatus::Ok);
+
+    sim.advance(999);
+    assert_eq!(status(&sim, &run).run_status, RunStatus::Running);
+    assert_eq!(claim(&mut sim, "w2", None, &[]).status, ClaimStatus::NoneAvailable, "still held 1 ms before expiry");
+
+    sim.advance(1);
+    assert_eq!(status(&sim, &run).run_status, RunStatus::Pending, "claimable the instant the claim expires");
+    let late = checkpoint(&mut sim, &run, as_holder("w1", old), 2, json!("two"));
+    assert_eq!(late.status, CheckpointStatus::Fenced, "a worker past its lease is fenced even before anyone reclaims");
+
+    let new = claim(&mut sim, "w2", None, &[]);
+    assert_eq!((new.status, new.attempt, new.last_step), (ClaimStatus::Claimed, Some(2), Some(1)));
+    assert!(new.token.unwrap() > old);
+    let stale = checkpoint(&mut sim, &run, as_holder("w1", old), 2, json!("stale"));
+    assert_eq!(stale.status, CheckpointStatus::Fenced);
+    assert!(stale.message.unwrap().contains("held by `w2`"));
+    assert_eq!(
+        checkpoint(&mut sim, &run, as_holder("w2", new.token.unwrap()), 2, json!("two")).status,
+        CheckpointStatus::Ok
+    );
+    assert_eq!(
+        sim.ops_of(&run),
+        vec![
+            HistoryOp::Create,
+            HistoryOp::Claim,
+            HistoryOp::Checkpoint,
+            HistoryOp::ClaimExpired,
+            HistoryOp::Reclaim,
+            HistoryOp::Checkpoint
+        ]
+    );
+}
+
+#[test]
+fn the_sweeper_requeues_lapsed_runs_and_fails_exhausted_ones() {
+    let mut sim = Sim::new();
+    let twice = create(&mut sim, "a", &[], 2);
+    claim(&mut sim, "w1", Some(&twice), &[]);
+    sim.advance(1_000);
+    assert_eq!(sweep(&mut sim), 1);
+    assert_eq!(status(&sim, &twice).run_status, RunStatus::Pending);
+    assert_eq!(sim.ops_of(&twice).last(), Some(&HistoryOp::ClaimExpired));
+
+    claim(&mut sim, "w2", Some(&twice), &[]);
+    sim.advance(999);
+    assert_eq!(sweep(&mut sim), 0);
+    sim.advance(1);
+    assert_eq!(status(&sim, &twice).run_status, RunStatus::Failed, "the last attempt's lapse fails the run");
+    assert!(status(&sim, &twice).error.unwrap().contains("no attempts remain"));
+    sweep(&mut sim);
+    assert_eq!(status(&sim, &twice).run_status, RunStatus::Failed);
+    assert_eq!(claim(&mut sim, "w3", Some(&twice), &[]).status, ClaimStatus::Finished);
+    assert_eq!(claim(&mut sim, "w3", None, &[]).status, ClaimStatus::NoneAvailable);
+    assert!(sim.read(|v| v.get(&keyspace::queue_key(&twice))).is_none(), "failed runs leave the queue");
+}
+
+#[test]
+fn heartbeats_keep_a_claim_alive() {
+    let mut sim = Sim::new();
+    let run = create(&mut sim, "a", &[], 3);
+    let token = claim(&mut sim, "w1", None, &[]).token.unwrap();
+    for _ in 0..5 {
+        sim.advance(900);
+        let beat = sim.run(|v, ctx| plan_heartbeat(v, &run, as_holder("w1", token), TTL, ctx));
+        assert_eq!(beat.status, HolderStatus::Ok);
+    }
+    assert_eq!(status(&sim, &run).run_status, RunStatus::Running);
+    sim.advance(1_000);
+    let late = sim.run(|v, ctx| plan_heartbeat(v, &run, as_holder("w1", token), TTL, ctx));
+    assert_eq!(late.status, HolderStatus::Fenced);
+}
+
+#[test]
+fn the_same_worker_claiming_again_keeps_its_token() {
+    let mut sim = Sim::new();
+    let run = create(&mut sim, "a", &[], 3);
+    let first = claim(&mut sim, "w1", None, &[]);
+    sim.advance(500);
+    let again = claim(&mut sim, "w1", Some(&run), &[]);
+    assert_eq!((again.status, again.token, again.attempt), (ClaimStatus::Claimed, first.token, Some(1)));
+}
+
+#[test]
+fn completion_happens_once() {
+    let mut sim = Sim::new();
+    let run = create(&mut sim, "a", &[], 3);
+    let token = claim(&mut sim, "w1", None, &[]).token.unwrap();
+    let done = Ending::Complete { result: json!({"rows": 10}) };
+    let first = sim.run(|v, ctx| plan_finish(v, &run, as_holder("w1", token), &done, ctx));
+    assert_eq!((first.status, first.run_status), (HolderStatus::Ok, Some(RunStatus::Completed)));
+    let events = sim.events.len();
+    let repeat = sim.run(|v, ctx| plan_finish(v, &run, as_holder("w1", token), &done, ctx));
+    assert_eq!(repeat.status, HolderStatus::Ok, "a repeated completion is answered");
+    assert_eq!(sim.events.len(), events, "and changes nothing");
+    let other = sim.run(|v, ctx| plan_finish(v, &run, as_holder("w2", token), &done, ctx));
+    assert_eq!(other.status, HolderStatus::Fenced);
+    assert_eq!(claim(&mut sim, "w2", Some(&run), &[]).status, ClaimStatus::Finished);
+    assert_eq!(sim.read(|v| resume(v, &run, sim.now, 0)).result, Some(json!({"rows": 10})));
+    assert!(sim.read(|v| v.get(&keyspace::claim_key(&run))).is_none());
+}
+
+#[test]
+fn failures_retry_until_attempts_run_out() {
+    let mut sim = Sim::new();
+    let run = create(&mut sim, "a", &[], 2);
+    let fail = |retryable| Ending::Fail { error: "boom".into(), retryable };
+    let t1 = claim(&mut sim, "w1", None, &[]).token.unwrap();
+    let retry = sim.run(|v, ctx| plan_finish(v, &run, as_holder("w1", t1), &fail(true), ctx));
+    assert_eq!((retry.run_status, retry.attempt), (Some(RunStatus::Pending), Some(1)));
+    let t2 = claim(&mut sim, "w2", None, &[]);
+    assert_eq!(t2.attempt, Some(2));
+    let last = sim.run(|v, ctx| plan_finish(v, &run, as_holder("w2", t2.token.unwrap()), &fail(true), ctx));
+    assert_eq!(last.run_status, Some(RunStatus::Failed), "retryable, but no attempts remain");
+
+    let fatal_run = create(&mut sim, "b", &[], 5);
+    let t = claim(&mut sim, "w1", None, &[]).token.unwrap();
+    let fatal = sim.run(|v, ctx| plan_finish(v, &fatal_run, as_holder("w1", t), &fail(false), ctx));
+    assert_eq!(fatal.run_status, Some(RunStatus::Failed));
+    assert_eq!(status(&sim, &fatal_run).error.as_deref(), Some("boom"));
+    assert_eq!(
+        sim.ops_of(&run),
+        vec![HistoryOp::Create, HistoryOp::Claim, HistoryOp::Retry, HistoryOp::Reclaim, HistoryOp::Fail]
+    );
+}
+
+#[test]
+fn cancel_stops_a_run_and_fences_its_worker() {
+    let mut sim = Sim::new();
+    let run = create(&mut sim, "a", &[], 3);
+    let token = claim(&mut sim, "w1", None, &[]).token.unwrap();
+    let cancelled = sim.run(|v, ctx| plan_cancel(v, &run, Some("no longer needed"), None, ctx));
+    assert_eq!((cancelled.status, cancelled.run_status), (CancelStatus::Ok, Some(RunStatus::Cancelled)));
+    assert_eq!(checkpoint(&mut sim, &run, as_holder("w1", token), 1, json!(1)).status, CheckpointStatus::Fenced);
+    let again = sim.run(|v, ctx| plan_cancel(v, &run, None, None, ctx));
+    assert_eq!(again.status, CancelStatus::Finished);
+}
+
+#[test]
+fn listing_filters_and_pages() {
+    let mut sim = Sim::new();
+    let ids: Vec<String> = (0..5)
+        .map(|i| create(&mut sim, if i % 2 == 0 { "even" } else { "odd" }, &[("i", &i.to_string())], 3))
+        .collect();
+    claim(&mut sim, "w", Some(&ids[0]), &[]);
+    let no_tags = BTreeMap::new();
+    let all = RunFilter { status: None, name: None, tags: &no_tags };
+    let page = sim.read(|v| list(v, all, None, 2, sim.now, 0));
+    assert_eq!(page.runs.iter().map(|r| r.run_id.clone()).collect::<Vec<_>>(), ids[..2].to_vec());
+    let after = cursor::decode("cursor", page.next_cursor.as_deref().unwrap()).unwrap();
+    let rest = sim.read(|v| list(v, all, Some(&after), 10, sim.now, 0));
+    assert_eq!(rest.runs.len(), 3);
+    let pending_even = RunFilter { status: Some(RunStatus::Pending), name: Some("even"), tags: &no_tags };
+    let found = sim.read(|v| list(v, pending_even, None, 10, sim.now, 0));
+    assert_eq!(found.runs.iter().map(|r| r.run_id.clone()).collect::<Vec<_>>(), vec![ids[2].clone(), ids[4].clone()]);
+}
+
+#[test]
+fn profiles_without_tokens_may_checkpoint_freely() {
+    let mut sim = Sim::new();
+    let run = create(&mut sim, "a", &[], 3);
+    let anyone = Caller { agent_id: None, token: None };
+    let write = |sim: &mut Sim, step, out| {
+        sim.run(|v, ctx| plan_checkpoint(v, &run, anyone, step, &json!(out), StepRule::Overwrite, ctx))
+    };
+    assert_eq!(write(&mut sim, 3, "c").status, CheckpointStatus::Ok);
+    assert_eq!(write(&mut sim, 3, "c2").status, CheckpointStatus::Ok, "that server overwrote re-sent steps");
+    let resumed = sim.read(|v| resume(v, &run, sim.now, 0));
+    assert_eq!((resumed.run.unwrap().last_step, resumed.steps[0].output.clone()), (3, Some(json!("c2"))));
+}
+
+mod properties {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Claim { worker: usize },
+        Checkpoint { worker: usize },
+        Heartbeat { worker: usize },
+        Complete { worker: usize },
+        Fail { worker: usize, retryable: bool },
+        Advance(u64),
+        Sweep,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let w = 0..3usize;
+        prop_oneof![
+            3 => w.clone().prop_map(|worker| Op::Claim { worker }),
+            5 => w.clone().prop_map(|worker| Op::Checkpoint { worker }),
+            2 => w.clone().prop_map(|worker| Op::Heartbeat { worker }),
+            1 => w.clone().prop_map(|worker| Op::Complete { worker }),
+            1 => (w, any::<bool>()).prop_map(|(worker, retryable)| Op::Fail { worker, retryable }),
+            2 => (0..1500u64).prop_map(Op::Advance),
+            1 => Just(Op::Sweep),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #[test]
+        fn runs_have_one_holder_keep_their_steps_and_complete_once(ops in proptest::collection::vec(op(), 1..100)) {
+            let mut sim = Sim::new();
+            let runs: Vec<String> = (0..2).map(|_| create(&mut sim, "job", &[], 4)).collect();
+            // Per worker: the run it believes it holds, its token, and until when.
+            let mut holding: BTreeMap<usize, (String, u64, UnixMillis)> = BTreeMap::new();
+            let mut accepted: BTreeMap<(String, u64), serde_json::Value> = BTreeMap::new();
+            let mut completed: BTreeSet<String> = BTreeSet::new();
+            for op in ops {
+                match op {
+                    Op::Claim { worker } => {
+                        let agent = format!("w{worker}");
+                        let got = claim(&mut sim, &agent, None, &[]);
+                        if got.status == ClaimStatus::Claimed {
+                            let run = got.run_id.clone().unwrap();
+                            for (other, (held, _, until)) in &holding {
+                                prop_assert!(*other == worker || *held != run || *until <= sim.now,
+                                    "w{worker} claimed {run} while w{other} holds it until {until:?}");
+                            }
+                            prop_assert_eq!(got.last_step.unwrap(), accepted.keys().filter(|(r, _)| *r == run).count() as u64,
+                                "a reclaimed run resumes after its last accepted step");
+                            holding.insert(worker, (run, got.token.unwrap(), sim.now.plus_millis(1_000)));
+                        }
+                    }
+                    Op::Checkpoint { worker } => {
+                        let Some((run, token, _)) = holding.get(&worker).cloned() else { continue };
+                        let next = accepted.keys().filter(|(r, _)| *r == run).count() as u64 + 1;
+                        let output = json!({"by": worker, "at": sim.now.0});
+                        let got = checkpoint(&mut sim, &run, as_holder(&format!("w{worker}"), token), next, output.clone());
+                        match got.status {
+                            CheckpointStatus::Ok => {
+                                prop_assert!(holding[&worker].2 > sim.now, "accepted a step from a lapsed claim");
+                                accepted.insert((run, next), output);
+                            }
+                            _ => { holding.remove(&worker); }
+                        }
+                    }
+                    Op::Heartbeat { worker } => {
+                        let Some((run, token, _)) = holding.get(&worker).cloned() else { continue };
+                        let got = sim.run(|v, ctx| plan_heartbeat(v, &run, as_holder(&format!("w{worker}"), token), TTL, ctx));
+                        if got.status == HolderStatus::Ok {
+                            holding.insert(worker, (run, token, sim.now.plus_millis(1_000)));
+                        } else {
+                            holding.remove(&worker);
+                        }
+                    }
+                    Op::Complete { worker } => {
+                        let Some((run, token, _)) = holding.remove(&worker) else { continue };
+                        let before = sim.events.iter().filter(|e| e.action == Some(Action::RunComplete)).count();
+                        let got = sim.run(|v, ctx| plan_finish(v, &run, as_holder(&format!("w{worker}"), token), &Ending::Complete { result: json!(null) }, ctx));
+                        let after = sim.events.iter().filter(|e| e.action == Some(Action::RunComplete)).count();
+                        if after > before {
+                            prop_assert!(completed.insert(run.clone()), "{run} completed twice");
+                        }
+                        let _ = got;
+                    }
+                    Op::Fail { worker, retryable } => {
+                        let Some((run, token, _)) = holding.remove(&worker) else { continue };
+                        sim.run(|v, ctx| plan_finish(v, &run, as_holder(&format!("w{worker}"), token), &Ending::Fail { error: "x".into(), retryable }, ctx));
+                    }
+                    Op::Advance(ms) => sim.advance(ms),
+                    Op::Sweep => { sweep(&mut sim); }
+                }
+            }
+            // No accepted step is ever lost or changed.
+            for run in &runs {
+                let resumed = sim.read(|v| resume(v, run, sim.now, 0));
+                let stored: BTreeMap<u64, serde_json::Value> = resumed.steps.into_iter().map(|s| (s.step, s.output.unwrap_or_default())).collect();
+                for ((r, step), output) in &accepted {
+                    if r == run {
+                        prop_assert_eq!(stored.get(step), Some(output), "step {} of {} lost", step, run);
+                    }
+                }
+            }
+        }
+    }
+}
