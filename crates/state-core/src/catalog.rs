@@ -6,17 +6,33 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
-use crate::compat::agentcheckpoint as ac;
+use crate::compat::{agentcheckpoint as ac, caxton as cx, sidecar as sc};
+use crate::ops::admin::{ResetRequest, ResetResult};
 use crate::ops::health::{HealthRequest, HealthResult};
 use crate::ops::history::{HistoryRequest, HistoryResult};
 use crate::ops::kv::{
     BatchGetRequest, BatchGetResult, DeleteRequest, DeleteResult, GetRequest, GetResult, ListRequest, ListResult,
     SetRequest, SetResult,
 };
+use crate::ops::lease::{
+    AcquireRequest, AcquireResult, HoldResult, LeaseGetRequest, LeaseGetResult, LeaseListRequest, LeaseListResult,
+    ReleaseRequest, RenewRequest,
+};
+use crate::ops::session::{
+    SessionListRequest, SessionListResult, SessionRestoreRequest, SessionRestoreResult, SessionSaveRequest,
+    SessionSaveResult,
+};
 use crate::ops::txn::{TxnRequest, TxnResult};
+use crate::ops::workflow::{
+    CancelRequest, CancelResult, CheckpointRequest, CheckpointResult, ClaimRequest, ClaimResult, CompleteRequest,
+    CreateRunRequest, CreateRunResult, DiscoverRequest, FailRequest, FinishResult, HeartbeatRequest, HeartbeatResult,
+    ListRunsRequest, ListRunsResult, ResumeResult, RunRequest, RunStatusResult,
+};
 
 pub type JsonObject = Map<String, Value>;
 
+/// Every operation of every profile. Names may repeat across profiles (a compatibility
+/// profile reuses the tool names of the server it replaces); variants never do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Operation {
     StateGet,
@@ -26,12 +42,58 @@ pub enum Operation {
     StateBatchGet,
     StateTxn,
     HistoryLog,
+    LeaseAcquire,
+    LeaseRenew,
+    LeaseRelease,
+    LeaseGet,
+    LeaseList,
+    WorkflowCreate,
+    WorkflowClaim,
+    WorkflowCheckpoint,
+    WorkflowHeartbeat,
+    WorkflowResume,
+    WorkflowComplete,
+    WorkflowFail,
+    WorkflowCancel,
+    WorkflowStatus,
+    WorkflowList,
+    WorkflowDiscover,
+    SessionSave,
+    SessionRestore,
+    SessionList,
     StateHealth,
+    StateReset,
     AgentCheckpointGetState,
     AgentCheckpointSetState,
     AgentCheckpointForceSetState,
     AgentCheckpointListState,
     AgentCheckpointDeleteState,
+    SidecarStateSet,
+    SidecarStateGet,
+    SidecarStateDelete,
+    SidecarStateList,
+    SidecarWorkflowCreate,
+    SidecarWorkflowDiscover,
+    SidecarWorkflowClaim,
+    SidecarWorkflowCheckpoint,
+    SidecarWorkflowResume,
+    SidecarWorkflowStatus,
+    SidecarWorkflowList,
+    SidecarLeaseAcquire,
+    SidecarLeaseRelease,
+    SidecarLeaseRenew,
+    SidecarHealth,
+    SidecarReset,
+    SidecarSessionSave,
+    SidecarSessionRestore,
+    SidecarHistoryLog,
+    CaxtonStore,
+    CaxtonRetrieve,
+    CaxtonDelete,
+    CaxtonList,
+    CaxtonExists,
+    CaxtonBatchStore,
+    CaxtonBatchRetrieve,
 }
 
 /// Which tool surface an operation belongs to. Compatibility profiles reproduce the tool names
@@ -41,6 +103,11 @@ pub enum Profile {
     Native,
     /// The `agentcheckpoint` server: get_state, set_state, force_set_state, list_state, delete_state.
     AgentCheckpoint,
+    /// The `mcp-state-sidecar` server: its state_*, workflow_*, lease_*, session_*, history_log
+    /// and sidecar_* tools, replacing native tools of the same name.
+    Sidecar,
+    /// Caxton's StateTool interface: store, retrieve, delete, list, exists, batch_store, batch_retrieve.
+    Caxton,
 }
 
 impl Profile {
@@ -48,6 +115,8 @@ impl Profile {
         match self {
             Profile::Native => "native",
             Profile::AgentCheckpoint => "agentcheckpoint",
+            Profile::Sidecar => "sidecar",
+            Profile::Caxton => "caxton",
         }
     }
 }
@@ -56,7 +125,25 @@ impl Profile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ToolGroup {
     Kv,
+    Lease,
+    Workflow,
+    Session,
     Admin,
+}
+
+impl ToolGroup {
+    pub const ALL: [ToolGroup; 5] =
+        [ToolGroup::Kv, ToolGroup::Lease, ToolGroup::Workflow, ToolGroup::Session, ToolGroup::Admin];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ToolGroup::Kv => "kv",
+            ToolGroup::Lease => "lease",
+            ToolGroup::Workflow => "workflow",
+            ToolGroup::Session => "session",
+            ToolGroup::Admin => "admin",
+        }
+    }
 }
 
 /// What an operation does to the store, for clients deciding whether to ask before calling it.
@@ -76,6 +163,8 @@ pub enum Presentation {
     Structured,
     /// Text only, in the exact form the replaced server printed (no structured content).
     LegacyText,
+    /// Text only, compact JSON (results that are not objects: null, true, arrays).
+    JsonText,
 }
 
 pub struct OperationSpec {
@@ -102,74 +191,77 @@ impl OperationSpec {
 }
 
 impl Operation {
-    pub const ALL: [Operation; 13] = [
-        Operation::StateGet,
-        Operation::StateSet,
-        Operation::StateDelete,
-        Operation::StateList,
-        Operation::StateBatchGet,
-        Operation::StateTxn,
-        Operation::HistoryLog,
-        Operation::StateHealth,
-        Operation::AgentCheckpointGetState,
-        Operation::AgentCheckpointSetState,
-        Operation::AgentCheckpointForceSetState,
-        Operation::AgentCheckpointListState,
-        Operation::AgentCheckpointDeleteState,
-    ];
+    pub fn all() -> impl Iterator<Item = Operation> {
+        SPECS.iter().map(|spec| spec.operation)
+    }
 
     pub fn spec(self) -> &'static OperationSpec {
-        let index = Operation::ALL.iter().position(|op| *op == self).unwrap_or_default();
-        &SPECS[index]
+        // SPECS lists operations in declaration order; a test pins that.
+        &SPECS[self as usize]
     }
 
     pub fn name(self) -> &'static str {
         self.spec().name
     }
 
-    /// Operations of the given profiles, in catalog order (stable, as MCP list results must be).
-    pub fn in_profiles(profiles: &[Profile]) -> impl Iterator<Item = Operation> + '_ {
-        Operation::ALL.into_iter().filter(|op| profiles.contains(&op.spec().profile))
+    /// The tools a server exposes for these profiles and groups, in catalog order (stable,
+    /// as MCP list results must be). A compatibility profile's tool replaces a native tool of
+    /// the same name.
+    pub fn exposed(profiles: &[Profile], groups: &[ToolGroup]) -> Vec<Operation> {
+        let chosen: Vec<Operation> = Operation::all()
+            .filter(|op| profiles.contains(&op.spec().profile) && groups.contains(&op.spec().group))
+            .collect();
+        chosen
+            .iter()
+            .copied()
+            .filter(|op| {
+                op.spec().profile != Profile::Native
+                    || !chosen.iter().any(|other| other.spec().profile != Profile::Native && other.name() == op.name())
+            })
+            .collect()
     }
 }
 
-/// Native tool (structured result with an output schema).
-macro_rules! native {
-    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $desc:literal) => {
+macro_rules! spec {
+    ($op:ident, $profile:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $presentation:ident, $req:ty, $res:expr, $desc:literal) => {
         OperationSpec {
             operation: Operation::$op,
             name: $name,
             title: $title,
             description: $desc,
-            profile: Profile::Native,
+            profile: Profile::$profile,
             group: ToolGroup::$group,
             effect: Effect::$effect,
-            presentation: Presentation::Structured,
+            presentation: Presentation::$presentation,
             input_schema: input_schema::<$req>,
-            output_schema: Some(output_schema::<$res>),
+            output_schema: $res,
         }
     };
 }
 
-/// Compatibility tool (text result exactly as the replaced server printed it).
-macro_rules! legacy {
-    ($op:ident, $profile:ident, $name:literal, $effect:ident, $req:ty, $desc:literal) => {
-        OperationSpec {
-            operation: Operation::$op,
-            name: $name,
-            title: $name,
-            description: $desc,
-            profile: Profile::$profile,
-            group: ToolGroup::Kv,
-            effect: Effect::$effect,
-            presentation: Presentation::LegacyText,
-            input_schema: input_schema::<$req>,
-            output_schema: None,
-        }
+/// A native tool: structured result with an output schema.
+macro_rules! native {
+    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $desc:literal) => {
+        spec!($op, Native, $name, $title, $group, $effect, Structured, $req, Some(output_schema::<$res>), $desc)
     };
 }
 
-static SPECS: [OperationSpec; 13] = [
+/// A sidecar tool: structured, like that FastMCP server answered.
+macro_rules! sidecar {
+    ($op:ident, $name:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $desc:literal) => {
+        spec!($op, Sidecar, $name, $name, $group, $effect, Structured, $req, Some(output_schema::<$res>), $desc)
+    };
+}
+
+/// A tool whose result is plain text: Python-printed JSON (agentcheckpoint) or the JSON of a
+/// trait's return value (caxton).
+macro_rules! text {
+    ($op:ident, $profile:ident, $presentation:ident, $name:literal, $effect:ident, $req:ty, $desc:literal) => {
+        spec!($op, $profile, $name, $name, Kv, $effect, $presentation, $req, None, $desc)
+    };
+}
+
+static SPECS: [OperationSpec; 59] = [
     native!(
         StateGet,
         "state_get",
@@ -238,7 +330,197 @@ static SPECS: [OperationSpec; 13] = [
         ReadOnly,
         HistoryRequest,
         HistoryResult,
-        "Changes (put/delete/expired) with revision, version, agent and time, for a key, a prefix or everything; page forward with `since_revision`."
+        "Changes with revision, op, version, agent and time: keys, leases, runs, sessions (`kind`), for one id, a prefix or everything; page forward with `since_revision`."
+    ),
+    native!(
+        LeaseAcquire,
+        "lease_acquire",
+        "Acquire a lease",
+        Lease,
+        Write,
+        AcquireRequest,
+        AcquireResult,
+        "Take an exclusive lease on a resource for ttl_seconds, or learn who holds it. A grant returns a fencing token larger than any before: pass `lease` and `token` on writes it guards."
+    ),
+    native!(
+        LeaseRenew,
+        "lease_renew",
+        "Renew a lease",
+        Lease,
+        Write,
+        RenewRequest,
+        HoldResult,
+        "Extend a lease you hold (holder_id and token) to ttl_seconds from now."
+    ),
+    native!(
+        LeaseRelease,
+        "lease_release",
+        "Release a lease",
+        Lease,
+        IdempotentWrite,
+        ReleaseRequest,
+        HoldResult,
+        "Give up a lease you hold (holder_id and token), freeing the resource at once."
+    ),
+    native!(
+        LeaseGet,
+        "lease_get",
+        "Who holds a lease",
+        Lease,
+        ReadOnly,
+        LeaseGetRequest,
+        LeaseGetResult,
+        "Who holds a resource's lease and until when."
+    ),
+    native!(
+        LeaseList,
+        "lease_list",
+        "List leases",
+        Lease,
+        ReadOnly,
+        LeaseListRequest,
+        LeaseListResult,
+        "Leases currently held, by resource prefix, a page at a time."
+    ),
+    native!(
+        WorkflowCreate,
+        "workflow_create",
+        "Create a run",
+        Workflow,
+        Write,
+        CreateRunRequest,
+        CreateRunResult,
+        "Register a run (name, tags, input, max_attempts) for a worker to claim; returns a time-ordered run_id."
+    ),
+    native!(
+        WorkflowClaim,
+        "workflow_claim",
+        "Claim a run",
+        Workflow,
+        Write,
+        ClaimRequest,
+        ClaimResult,
+        "Claim a run by run_id, or the oldest claimable one matching tags and name, under a lease that lapses unless renewed. Returns the token for checkpoint, heartbeat, complete and fail."
+    ),
+    native!(
+        WorkflowCheckpoint,
+        "workflow_checkpoint",
+        "Checkpoint a step",
+        Workflow,
+        IdempotentWrite,
+        CheckpointRequest,
+        CheckpointResult,
+        "Record a finished step's output as the run's holder with its token. Steps start at 1 and advance by one; re-sending a recorded step with the same output is harmless."
+    ),
+    native!(
+        WorkflowHeartbeat,
+        "workflow_heartbeat",
+        "Renew a claim",
+        Workflow,
+        Write,
+        HeartbeatRequest,
+        HeartbeatResult,
+        "Renew your claim on a run before its lease lapses."
+    ),
+    native!(
+        WorkflowResume,
+        "workflow_resume",
+        "Resume a run",
+        Workflow,
+        ReadOnly,
+        RunRequest,
+        ResumeResult,
+        "Everything a worker needs to continue a run: status, attempt, input and every accepted step's output."
+    ),
+    native!(
+        WorkflowComplete,
+        "workflow_complete",
+        "Complete a run",
+        Workflow,
+        IdempotentWrite,
+        CompleteRequest,
+        FinishResult,
+        "Finish a run you hold, with its result."
+    ),
+    native!(
+        WorkflowFail,
+        "workflow_fail",
+        "Fail an attempt",
+        Workflow,
+        Write,
+        FailRequest,
+        FinishResult,
+        "Report that your attempt failed. Retryable failures return the run to the queue until max_attempts; others fail it."
+    ),
+    native!(
+        WorkflowCancel,
+        "workflow_cancel",
+        "Cancel a run",
+        Workflow,
+        IdempotentWrite,
+        CancelRequest,
+        CancelResult,
+        "Cancel a run that has not finished; its worker's later writes are refused."
+    ),
+    native!(
+        WorkflowStatus,
+        "workflow_status",
+        "Run status",
+        Workflow,
+        ReadOnly,
+        RunRequest,
+        RunStatusResult,
+        "A run's status, attempt, last step and holder, without step outputs."
+    ),
+    native!(
+        WorkflowList,
+        "workflow_list",
+        "List runs",
+        Workflow,
+        ReadOnly,
+        ListRunsRequest,
+        ListRunsResult,
+        "Runs filtered by status, name and tags, oldest first, a page at a time."
+    ),
+    native!(
+        WorkflowDiscover,
+        "workflow_discover",
+        "Discover claimable runs",
+        Workflow,
+        ReadOnly,
+        DiscoverRequest,
+        ListRunsResult,
+        "Runs a worker could claim now, filtered by name and tags, oldest first, a page at a time."
+    ),
+    native!(
+        SessionSave,
+        "session_save",
+        "Save a session",
+        Session,
+        Write,
+        SessionSaveRequest,
+        SessionSaveResult,
+        "Save a context snapshot under a session id; every save is kept as a new version."
+    ),
+    native!(
+        SessionRestore,
+        "session_restore",
+        "Restore a session",
+        Session,
+        ReadOnly,
+        SessionRestoreRequest,
+        SessionRestoreResult,
+        "Restore a session's latest context, or a given version."
+    ),
+    native!(
+        SessionList,
+        "session_list",
+        "List sessions",
+        Session,
+        ReadOnly,
+        SessionListRequest,
+        SessionListResult,
+        "Sessions by id prefix with their latest version."
     ),
     native!(
         StateHealth,
@@ -250,59 +532,298 @@ static SPECS: [OperationSpec; 13] = [
         HealthResult,
         "Store status: backend, revision, key count, database size, uptime."
     ),
-    legacy!(
+    native!(
+        StateReset,
+        "state_reset",
+        "Wipe the store",
+        Admin,
+        Write,
+        ResetRequest,
+        ResetResult,
+        "Irreversibly delete every key, lease, run, session and all history. Requires confirm: \"DELETE EVERYTHING\"."
+    ),
+    text!(
         AgentCheckpointGetState,
         AgentCheckpoint,
+        LegacyText,
         "get_state",
         ReadOnly,
         ac::GetStateArgs,
         "Read a checkpoint by key: its JSON value (as a string), version and update time, or status not_found."
     ),
-    legacy!(
+    text!(
         AgentCheckpointSetState,
         AgentCheckpoint,
+        LegacyText,
         "set_state",
         Write,
         ac::SetStateArgs,
         "Write a checkpoint (value is a JSON-encoded string) with a version guard: expected_version -1 or omitted = unconditional, 0 = create only, N = only if the stored version is N (else status conflict)."
     ),
-    legacy!(
+    text!(
         AgentCheckpointForceSetState,
         AgentCheckpoint,
+        LegacyText,
         "force_set_state",
         Write,
         ac::ForceSetStateArgs,
         "Write a checkpoint unconditionally (value is a JSON-encoded string). For concurrent writers use set_state with expected_version."
     ),
-    legacy!(
+    text!(
         AgentCheckpointListState,
         AgentCheckpoint,
+        LegacyText,
         "list_state",
         ReadOnly,
         ac::ListStateArgs,
         "List checkpoint keys matching a SQL LIKE pattern (% any run, _ one character; default % = all) with version and update time."
     ),
-    legacy!(
+    text!(
         AgentCheckpointDeleteState,
         AgentCheckpoint,
+        LegacyText,
         "delete_state",
         IdempotentWrite,
         ac::DeleteStateArgs,
         "Delete a checkpoint key permanently."
     ),
+    sidecar!(
+        SidecarStateSet,
+        "state_set",
+        Kv,
+        Write,
+        sc::StateSetArgs,
+        sc::OkResult,
+        "Set a key to any JSON value, with an optional TTL in seconds and the writing agent's id; overwrites."
+    ),
+    sidecar!(
+        SidecarStateGet,
+        "state_get",
+        Kv,
+        ReadOnly,
+        sc::KeyArgs,
+        sc::GetResult,
+        "Get a key's value; found is false if it is missing or expired."
+    ),
+    sidecar!(
+        SidecarStateDelete,
+        "state_delete",
+        Kv,
+        IdempotentWrite,
+        sc::KeyArgs,
+        sc::OkResult,
+        "Delete a key; ok is true if it existed."
+    ),
+    sidecar!(
+        SidecarStateList,
+        "state_list",
+        Kv,
+        ReadOnly,
+        sc::StateListArgs,
+        sc::KeysResult,
+        "List live keys, optionally by prefix."
+    ),
+    sidecar!(
+        SidecarWorkflowCreate,
+        "workflow_create",
+        Workflow,
+        Write,
+        sc::WorkflowCreateArgs,
+        sc::CreateResult,
+        "Register a workflow (name, tags) and get its run_id; status starts as created."
+    ),
+    sidecar!(
+        SidecarWorkflowDiscover,
+        "workflow_discover",
+        Workflow,
+        ReadOnly,
+        sc::DiscoverArgs,
+        sc::RunsResult,
+        "Find workflows by tags (all must match) and/or status (created, claimed, running, done, failed), newest first."
+    ),
+    sidecar!(
+        SidecarWorkflowClaim,
+        "workflow_claim",
+        Workflow,
+        Write,
+        sc::ClaimArgs,
+        sc::ClaimResultShape,
+        "Atomically claim a created workflow for an agent; exactly one of several concurrent claimers wins."
+    ),
+    sidecar!(
+        SidecarWorkflowCheckpoint,
+        "workflow_checkpoint",
+        Workflow,
+        Write,
+        sc::CheckpointArgs,
+        sc::CheckpointResultShape,
+        "Store a completed step's output and advance the step counter; re-sending a step replaces its output."
+    ),
+    sidecar!(
+        SidecarWorkflowResume,
+        "workflow_resume",
+        Workflow,
+        ReadOnly,
+        sc::RunIdArgs,
+        sc::ResumeContext,
+        "Everything a replacement agent needs: last_step, every step's output, and the workflow's metadata."
+    ),
+    sidecar!(
+        SidecarWorkflowStatus,
+        "workflow_status",
+        Workflow,
+        ReadOnly,
+        sc::RunIdArgs,
+        sc::StatusResult,
+        "A workflow's status, last step, agent and timestamps."
+    ),
+    sidecar!(
+        SidecarWorkflowList,
+        "workflow_list",
+        Workflow,
+        ReadOnly,
+        sc::NoArgs,
+        sc::RunsResult,
+        "List every workflow, newest first."
+    ),
+    sidecar!(
+        SidecarLeaseAcquire,
+        "lease_acquire",
+        Lease,
+        Write,
+        sc::LeaseArgs,
+        sc::LeaseResult,
+        "Try to take an exclusive lease on a resource for ttl_seconds; on failure, holder names who has it."
+    ),
+    sidecar!(
+        SidecarLeaseRelease,
+        "lease_release",
+        Lease,
+        IdempotentWrite,
+        sc::LeaseReleaseArgs,
+        sc::ReleaseResult,
+        "Release a lease you hold (holder_id must match)."
+    ),
+    sidecar!(
+        SidecarLeaseRenew,
+        "lease_renew",
+        Lease,
+        Write,
+        sc::LeaseArgs,
+        sc::RenewResult,
+        "Extend a lease you still hold to ttl_seconds from now."
+    ),
+    sidecar!(
+        SidecarHealth,
+        "sidecar_health",
+        Admin,
+        ReadOnly,
+        sc::NoArgs,
+        sc::HealthResult,
+        "Liveness, backend, uptime, key and workflow counts."
+    ),
+    sidecar!(
+        SidecarReset,
+        "sidecar_reset",
+        Admin,
+        Write,
+        sc::NoArgs,
+        sc::ResetResult,
+        "Irreversibly wipe all data: keys, leases, workflows, steps, history and sessions."
+    ),
+    sidecar!(
+        SidecarSessionSave,
+        "session_save",
+        Session,
+        Write,
+        sc::SessionSaveArgs,
+        sc::SessionSaveResult,
+        "Save the context object of a session (a new version each time)."
+    ),
+    sidecar!(
+        SidecarSessionRestore,
+        "session_restore",
+        Session,
+        ReadOnly,
+        sc::SessionIdArgs,
+        sc::SessionRestoreResult,
+        "Restore the latest context saved for a session."
+    ),
+    sidecar!(
+        SidecarHistoryLog,
+        "history_log",
+        Kv,
+        ReadOnly,
+        sc::HistoryArgs,
+        sc::HistoryLogResult,
+        "The last n key writes (optionally of one key), newest first, with new and previous values and the writer."
+    ),
+    text!(
+        CaxtonStore,
+        Caxton,
+        JsonText,
+        "store",
+        Write,
+        cx::StoreArgs,
+        "Store a JSON value under a key (returns null)."
+    ),
+    text!(
+        CaxtonRetrieve,
+        Caxton,
+        JsonText,
+        "retrieve",
+        ReadOnly,
+        cx::KeyArgs,
+        "The value stored under a key, or null."
+    ),
+    text!(CaxtonDelete, Caxton, JsonText, "delete", IdempotentWrite, cx::KeyArgs, "Delete a key (returns null)."),
+    text!(
+        CaxtonList,
+        Caxton,
+        JsonText,
+        "list",
+        ReadOnly,
+        cx::ListArgs,
+        "All keys starting with a prefix, as an array."
+    ),
+    text!(CaxtonExists, Caxton, JsonText, "exists", ReadOnly, cx::KeyArgs, "true if the key exists."),
+    text!(
+        CaxtonBatchStore,
+        Caxton,
+        JsonText,
+        "batch_store",
+        Write,
+        cx::BatchStoreArgs,
+        "Store several [key, value] pairs atomically: all or none (returns null)."
+    ),
+    text!(
+        CaxtonBatchRetrieve,
+        Caxton,
+        JsonText,
+        "batch_retrieve",
+        ReadOnly,
+        cx::BatchRetrieveArgs,
+        "Values of several keys, in order, null where missing."
+    ),
 ];
 
 /// Schema of what a request accepts (JSON Schema 2020-12, the MCP default dialect).
 pub fn input_schema<T: JsonSchema>() -> JsonObject {
-    object_schema::<T>(SchemaSettings::draft2020_12().for_deserialize())
+    object_schema::<T>(SchemaSettings::draft2020_12().for_deserialize(), Direction::Input)
 }
 
 /// Schema of what a result contains.
 pub fn output_schema<T: JsonSchema>() -> JsonObject {
-    object_schema::<T>(SchemaSettings::draft2020_12().for_serialize())
+    object_schema::<T>(SchemaSettings::draft2020_12().for_serialize(), Direction::Output)
 }
 
-fn object_schema<T: JsonSchema>(settings: SchemaSettings) -> JsonObject {
+#[derive(Clone, Copy, PartialEq)]
+enum Direction {
+    Input,
+    Output,
+}
+
+fn object_schema<T: JsonSchema>(settings: SchemaSettings, direction: Direction) -> JsonObject {
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut object = match schema.to_value() {
         Value::Object(object) => object,
@@ -313,28 +834,91 @@ fn object_schema<T: JsonSchema>(settings: SchemaSettings) -> JsonObject {
     for noise in ["$schema", "title", "description"] {
         object.remove(noise);
     }
-    strip_numeric_formats(&mut object);
+    compact(&mut object, direction);
     object
 }
 
-/// schemars annotates integers with Rust type names (`"format": "uint64"`); they are not JSON
-/// Schema formats, validators ignore them, and `minimum` already says what matters.
-fn strip_numeric_formats(object: &mut JsonObject) {
+/// Every client pays for tool schemas in context on every session, so they say what a model
+/// needs and nothing else. Each rewrite keeps the schema's meaning for the values we accept
+/// or produce:
+/// - Rust type names in `format` (`uint64`, `double`) are not JSON Schema formats: dropped.
+/// - Optional fields are simply absent when unset: `["integer", "null"]` becomes `"integer"`,
+///   and `anyOf: [X, {"type": "null"}]` becomes X.
+/// - An enum documented per variant (a `oneOf` of string constants) becomes one `enum` with
+///   the variants' notes folded into its description.
+/// - Outputs are ours: their `minimum: 0` tells a reader nothing, and their field notes repeat
+///   what the tool descriptions and the guides say (a model reads a result by its field
+///   names); only their structure is kept. Input notes stay: they guide the call.
+fn compact(object: &mut JsonObject, direction: Direction) {
     const RUST_FORMATS: [&str; 10] =
         ["uint", "uint8", "uint16", "uint32", "uint64", "int", "int32", "int64", "double", "float"];
     if object.get("format").and_then(Value::as_str).is_some_and(|f| RUST_FORMATS.contains(&f)) {
         object.remove("format");
     }
+    if direction == Direction::Output && object.get("minimum") == Some(&Value::from(0)) {
+        object.remove("minimum");
+    }
+    if let Some(Value::Array(types)) = object.get("type") {
+        let real: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        if real.len() == 1 {
+            object.insert("type".into(), real[0].clone());
+        }
+    }
+    if let Some(Value::Array(options)) = object.get("anyOf") {
+        let real: Vec<&Value> = options.iter().filter(|o| o.get("type") != Some(&Value::from("null"))).collect();
+        if let [Value::Object(only)] = real.as_slice() {
+            let only = only.clone();
+            object.remove("anyOf");
+            for (k, v) in only {
+                object.entry(k).or_insert(v);
+            }
+        }
+    }
+    fold_documented_enum(object);
+    if direction == Direction::Output {
+        object.remove("description");
+    }
     for value in object.values_mut() {
         match value {
-            Value::Object(inner) => strip_numeric_formats(inner),
+            Value::Object(inner) => compact(inner, direction),
             Value::Array(items) => {
                 for item in items.iter_mut().filter_map(Value::as_object_mut) {
-                    strip_numeric_formats(item);
+                    compact(item, direction);
                 }
             }
             _ => {}
         }
+    }
+}
+
+fn fold_documented_enum(object: &mut JsonObject) {
+    let Some(Value::Array(options)) = object.get("oneOf") else { return };
+    let mut names = Vec::new();
+    let mut notes = Vec::new();
+    for option in options {
+        let constants: Vec<&str> = match (option.get("const"), option.get("enum")) {
+            (Some(Value::String(c)), _) => vec![c.as_str()],
+            (_, Some(Value::Array(e))) => e.iter().filter_map(Value::as_str).collect(),
+            _ => return,
+        };
+        if option.get("type") != Some(&Value::from("string")) || constants.is_empty() {
+            return;
+        }
+        if let Some(Value::String(note)) = option.get("description") {
+            notes.push(format!("{}: {}", constants.join("/"), note.trim_end_matches('.')));
+        }
+        names.extend(constants.into_iter().map(Value::from));
+    }
+    object.remove("oneOf");
+    object.insert("type".into(), Value::from("string"));
+    object.insert("enum".into(), Value::Array(names));
+    if !notes.is_empty() {
+        let folded = notes.join("; ");
+        let description = match object.get("description").and_then(Value::as_str) {
+            Some(own) => format!("{own} {folded}."),
+            None => format!("{folded}."),
+        };
+        object.insert("description".into(), Value::from(description));
     }
 }
 

@@ -79,6 +79,7 @@ pub fn plan_acquire<V: StateView + ?Sized>(
                 token: None,
                 expires_at: expiry(&entry),
                 revision: ctx.revision,
+                expiry: entry.expires_at,
             }));
         }
         let mut changes = Changes::new(ctx, Some(holder_id));
@@ -98,6 +99,7 @@ pub fn plan_acquire<V: StateView + ?Sized>(
             token: Some(record.token),
             expires_at: expiry(&entry),
             revision,
+            expiry: entry.expires_at,
         }));
     }
     let token = ctx.next_revision();
@@ -119,6 +121,7 @@ pub fn plan_acquire<V: StateView + ?Sized>(
         token: Some(token),
         expires_at: expiry(&entry),
         revision,
+        expiry: entry.expires_at,
     }))
 }
 
@@ -129,6 +132,7 @@ fn lost(resource_id: &str, current: Option<LeaseRecord>, ctx: &WriteContext) -> 
         expires_at: None,
         holder: current.map(|r| r.holder),
         revision: ctx.revision,
+        expiry: None,
     })
 }
 
@@ -162,6 +166,7 @@ pub fn plan_renew<V: StateView + ?Sized>(
         expires_at: Some(expiry(&entry)),
         holder: None,
         revision,
+        expiry: entry.expires_at,
     }))
 }
 
@@ -187,6 +192,7 @@ pub fn plan_release<V: StateView + ?Sized>(
         expires_at: None,
         holder: None,
         revision,
+        expiry: None,
     }))
 }
 

@@ -25,13 +25,20 @@ impl Doc {
     }
 }
 
-const DOCS: [Doc; 6] = [
+const DOCS: [Doc; 7] = [
     Doc {
         uri: "state://docs/usage",
         name: "Read, compare-and-set, retry",
         description: "The loop that keeps concurrent agents from losing each other's writes.",
         profile: Profile::Native,
         text: include_str!("../docs/usage.md"),
+    },
+    Doc {
+        uri: "state://docs/coordination",
+        name: "Leases, fencing tokens and workflow runs",
+        description: "Owning a resource safely, and running work that survives a worker's death.",
+        profile: Profile::Native,
+        text: include_str!("../docs/coordination.md"),
     },
     Doc {
         uri: "state://docs/keys",

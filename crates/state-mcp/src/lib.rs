@@ -15,7 +15,7 @@ mod render;
 mod server;
 mod tools;
 
-pub use options::{Options, ProfileArg};
+pub use options::{GroupArg, Options, ProfileArg};
 pub use server::StateServer;
 
 use rmcp::ServiceExt;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use state_mcp::{Options, ProfileArg, StateServer};
+use state_mcp::{GroupArg, Options, ProfileArg, StateServer};
 use state_store::{Engine, EngineConfig, RedbBackend, SystemClock};
 
 /// Durable, atomic, shared state for AI agents, served over MCP on stdin/stdout.
@@ -29,6 +29,10 @@ struct Args {
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PROFILE")]
     compat: Vec<ProfileArg>,
 
+    /// Expose only these tool groups (default: all), to keep a client's tool list short
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "GROUPS", env = "STATE_TOOLS")]
+    tools: Vec<GroupArg>,
+
     /// Largest value accepted, in bytes of JSON
     #[arg(long, env = "STATE_MAX_VALUE_BYTES", default_value_t = state_core::limits::DEFAULT_MAX_VALUE_BYTES)]
     max_value_bytes: usize,
@@ -45,7 +49,9 @@ struct Args {
 const EXAMPLES: &str = "Examples:
   claude mcp add state -- state-mcp                      register with Claude Code
   claude mcp add state -- state-mcp --db ~/agents.redb   a specific database
-  state-mcp --compat agentcheckpoint                     also serve agentcheckpoint's tools";
+  state-mcp --compat agentcheckpoint                     also serve agentcheckpoint's tools
+  state-mcp --compat sidecar                             replace mcp-state-sidecar: same tool names
+  state-mcp --tools kv,lease                             only key and lease tools";
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -100,7 +106,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             db.display(),
         );
     }
-    let server = StateServer::new(engine.clone(), Options::new(&args.compat));
+    let server = StateServer::new(engine.clone(), Options::new(&args.compat, &args.tools));
     let (reader, writer) = rmcp::transport::stdio_pipes();
     state_mcp::serve(server, reader, writer).await?;
     drop(maintenance);

@@ -19,6 +19,7 @@ pub(crate) fn result(op: Operation, outcome: Result<Value, CallError>) -> CallTo
             Presentation::LegacyText => {
                 CallToolResult::success(vec![ContentBlock::text(legacy_json::to_string(&value))])
             }
+            Presentation::JsonText => CallToolResult::success(vec![ContentBlock::text(value.to_string())]),
         },
         Err(error) => CallToolResult::error(vec![ContentBlock::text(error_text(op, &error))]),
     }

@@ -31,7 +31,7 @@ pub struct StateServer {
 
 impl StateServer {
     pub fn new(engine: Engine, options: Options) -> StateServer {
-        let tools = Arc::new(ToolSet::new(&options.profiles));
+        let tools = Arc::new(ToolSet::new(&options));
         StateServer { engine, tools, options: Arc::new(options) }
     }
 }
@@ -39,7 +39,9 @@ impl StateServer {
 const INSTRUCTIONS: &str = "Durable, versioned key-value state shared by every agent using this server. \
 Read with state_get; write with state_set passing expected_version from your read (0 = create only). \
 A result with status \"conflict\" carries the current version and value: apply your change to that value and retry. \
-Keys look like \"project/x/status\". Guides: resources state://docs/usage, state://docs/keys, state://docs/what-not-to-store.";
+Keys look like \"project/x/status\". Leases (lease_*) and workflow runs (workflow_*) hand out fencing tokens: \
+pass them back, and a status \"fenced\" means you lost ownership. Guides: resources state://docs/usage, \
+state://docs/coordination, state://docs/keys, state://docs/what-not-to-store.";
 
 impl ServerHandler for StateServer {
     fn get_info(&self) -> ServerConfig {

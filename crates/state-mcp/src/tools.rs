@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::model::{Tool, ToolAnnotations};
-use state_core::catalog::{Effect, Operation, Profile};
+use state_core::catalog::{Effect, Operation};
+
+use crate::options::Options;
 
 /// The tools one server exposes, built once at start-up. List order is the catalog's, so it is
 /// stable across calls as MCP requires.
@@ -14,8 +16,8 @@ pub(crate) struct ToolSet {
 }
 
 impl ToolSet {
-    pub(crate) fn new(profiles: &[Profile]) -> ToolSet {
-        let operations: Vec<Operation> = Operation::in_profiles(profiles).collect();
+    pub(crate) fn new(options: &Options) -> ToolSet {
+        let operations = Operation::exposed(&options.profiles, &options.groups);
         let tools = operations.iter().map(|op| definition(*op)).collect();
         let by_name = operations.iter().map(|op| (op.name(), *op)).collect();
         ToolSet { tools: Arc::new(tools), by_name }
@@ -42,12 +44,11 @@ impl ToolSet {
 
 fn definition(op: Operation) -> Tool {
     let spec = op.spec();
+    // The title is the tool's own field; repeating it in the annotations costs every client.
     let annotations = match spec.effect {
-        Effect::ReadOnly => ToolAnnotations::with_title(spec.title).read_only(true),
-        Effect::IdempotentWrite => {
-            ToolAnnotations::with_title(spec.title).read_only(false).destructive(true).idempotent(true)
-        }
-        Effect::Write => ToolAnnotations::with_title(spec.title).read_only(false).destructive(true).idempotent(false),
+        Effect::ReadOnly => ToolAnnotations::new().read_only(true),
+        Effect::IdempotentWrite => ToolAnnotations::new().read_only(false).destructive(true).idempotent(true),
+        Effect::Write => ToolAnnotations::new().read_only(false).destructive(true).idempotent(false),
     }
     .open_world(false);
     let mut tool = Tool::new(spec.name, spec.description, Arc::new(spec.input_schema()))

@@ -47,6 +47,7 @@ fn main() -> Result<()> {
         runtime.block_on(engine_writes(&args.writers, duration))?;
         runtime.block_on(engine_reads(duration))?;
         runtime.block_on(engine_cas(duration))?;
+        runtime.block_on(engine_workflows(duration))?;
     }
     if wants("mcp") {
         match &args.server {
@@ -228,6 +229,107 @@ async fn engine_cas(duration: Duration) -> Result<()> {
         engine.close().await;
     }
     println!();
+    Ok(())
+}
+
+/// 16 workers drain a queue of runs: claim the oldest, checkpoint each step, complete.
+async fn engine_workflows(duration: Duration) -> Result<()> {
+    use state_core::ops::workflow::{
+        CheckpointRequest, CheckpointStatus, ClaimRequest, ClaimStatus, CompleteRequest, CreateRunRequest,
+    };
+    const WORKERS: usize = 16;
+    const STEPS: u64 = 4;
+    println!("## Engine: workflow runs ({WORKERS} workers: claim, {STEPS} checkpoints, complete)\n");
+    let dir = tempfile_dir::Dir::new()?;
+    let engine = open_engine(&dir)?;
+    // Enough queued work that the workers never run dry during the measurement.
+    let runs = 20_000usize;
+    let mut creates = Vec::new();
+    for i in 0..runs {
+        let engine = engine.clone();
+        creates.push(tokio::spawn(async move {
+            let req = CreateRunRequest {
+                name: "bench".into(),
+                tags: Default::default(),
+                input: json!(i),
+                max_attempts: None,
+                agent_id: None,
+            };
+            engine.workflow_create(req).await
+        }));
+        if creates.len() >= 512 {
+            for c in creates.drain(..) {
+                c.await??;
+            }
+        }
+    }
+    for c in creates {
+        c.await??;
+    }
+    let claims = Arc::new(AtomicU64::new(0));
+    let checkpoints = Arc::new(AtomicU64::new(0));
+    let completed = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let before = engine.batch_stats();
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for w in 0..WORKERS {
+        let (engine, claims, checkpoints, stop) = (engine.clone(), claims.clone(), checkpoints.clone(), stop.clone());
+        let completed = completed.clone();
+        tasks.push(tokio::spawn(async move {
+            let agent = format!("w{w}");
+            while !stop.load(Ordering::Relaxed) {
+                let req = ClaimRequest {
+                    agent_id: agent.clone(),
+                    lease_ttl_seconds: Some(60.0),
+                    run_id: None,
+                    tags: Default::default(),
+                    name: None,
+                };
+                let claimed = engine.workflow_claim(req).await.expect("claim");
+                if claimed.status != ClaimStatus::Claimed {
+                    break;
+                }
+                claims.fetch_add(1, Ordering::Relaxed);
+                let (run_id, token) = (claimed.run_id.unwrap_or_default(), claimed.token.unwrap_or_default());
+                for step in 1..=STEPS {
+                    let req = CheckpointRequest {
+                        run_id: run_id.clone(),
+                        agent_id: agent.clone(),
+                        token,
+                        step,
+                        output: json!({"step": step}),
+                    };
+                    let done = engine.workflow_checkpoint(req).await.expect("checkpoint");
+                    assert_eq!(done.status, CheckpointStatus::Ok);
+                    checkpoints.fetch_add(1, Ordering::Relaxed);
+                }
+                let req = CompleteRequest { run_id, agent_id: agent.clone(), token, result: json!(null) };
+                engine.workflow_complete(req).await.expect("complete");
+                completed.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    tokio::time::sleep(duration).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await?;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let stats = engine.batch_stats();
+    let batches = stats.batches - before.batches;
+    println!("| claims/s | checkpoints/s | runs completed/s | all writes/s | avg batch |");
+    println!("|---:|---:|---:|---:|---:|");
+    let (c, k) = (claims.load(Ordering::Relaxed) as f64, checkpoints.load(Ordering::Relaxed) as f64);
+    println!(
+        "| {:.0} | {:.0} | {:.0} | {:.0} | {:.1} |\n",
+        c / secs,
+        k / secs,
+        completed.load(Ordering::Relaxed) as f64 / secs,
+        (stats.commands - before.commands) as f64 / secs,
+        (stats.commands - before.commands) as f64 / batches.max(1) as f64
+    );
+    engine.close().await;
     Ok(())
 }
 

@@ -2,25 +2,40 @@ use super::*;
 
 #[test]
 fn specs_are_indexed_by_operation() {
-    for (i, op) in Operation::ALL.iter().enumerate() {
-        assert_eq!(SPECS[i].operation, *op, "SPECS[{i}] is out of order");
-        assert_eq!(op.spec().operation, *op);
+    for (i, spec) in SPECS.iter().enumerate() {
+        assert_eq!(spec.operation as usize, i, "SPECS[{i}] ({}) is out of declaration order", spec.name);
+        assert_eq!(spec.operation.spec().name, spec.name);
     }
 }
 
 #[test]
-fn tool_names_are_unique_and_valid_mcp_names() {
+fn tool_names_are_unique_within_a_profile_and_valid_mcp_names() {
     let mut seen = std::collections::BTreeSet::new();
-    for op in Operation::ALL {
+    for op in Operation::all() {
         let name = op.name();
-        assert!(seen.insert(name), "duplicate tool name {name}");
+        assert!(seen.insert((op.spec().profile.name(), name)), "duplicate tool name {name}");
         assert!(name.len() <= 128 && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)), "{name}");
     }
 }
 
 #[test]
+fn a_profile_replaces_native_tools_of_the_same_name() {
+    let all = ToolGroup::ALL;
+    let exposed = Operation::exposed(&[Profile::Native, Profile::Sidecar], &all);
+    let names: Vec<&str> = exposed.iter().map(|op| op.name()).collect();
+    let mut unique = names.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "one tool per name: {names:?}");
+    assert!(exposed.contains(&Operation::SidecarStateSet) && !exposed.contains(&Operation::StateSet));
+    assert!(exposed.contains(&Operation::StateTxn), "native tools the profile lacks stay");
+    let leases_only = Operation::exposed(&[Profile::Native], &[ToolGroup::Lease]);
+    assert!(leases_only.iter().all(|op| op.spec().group == ToolGroup::Lease) && leases_only.len() == 5);
+}
+
+#[test]
 fn every_schema_is_an_object_schema() {
-    for op in Operation::ALL {
+    for op in Operation::all() {
         let spec = op.spec();
         let input = spec.input_schema();
         assert_eq!(input.get("type"), Some(&Value::from("object")), "{} input", spec.name);
@@ -28,13 +43,13 @@ fn every_schema_is_an_object_schema() {
         if let Some(output) = spec.output_schema() {
             assert_eq!(output.get("type"), Some(&Value::from("object")), "{} output", spec.name);
         }
-        assert_eq!(spec.output_schema().is_some(), spec.presentation == Presentation::Structured);
+        assert_eq!(spec.output_schema().is_some(), spec.presentation == Presentation::Structured, "{}", spec.name);
     }
 }
 
 #[test]
 fn native_inputs_reject_unknown_arguments() {
-    for op in Operation::in_profiles(&[Profile::Native]) {
+    for op in Operation::exposed(&[Profile::Native], &ToolGroup::ALL) {
         let input = op.spec().input_schema();
         assert_eq!(input.get("additionalProperties"), Some(&Value::Bool(false)), "{}", op.name());
     }
@@ -43,7 +58,7 @@ fn native_inputs_reject_unknown_arguments() {
 #[test]
 fn descriptions_stay_short() {
     // Tool definitions are sent to every client on every session: keep them cheap.
-    for op in Operation::ALL {
+    for op in Operation::all() {
         let d = op.spec().description;
         assert!(d.len() <= 240, "{}: description is {} bytes", op.name(), d.len());
     }
@@ -51,7 +66,7 @@ fn descriptions_stay_short() {
 
 #[test]
 fn schemas_carry_no_rust_type_formats() {
-    for op in Operation::ALL {
+    for op in Operation::all() {
         let text = Value::Object(op.spec().input_schema()).to_string();
         assert!(!text.contains("uint64") && !text.contains("\"double\""), "{}: {text}", op.name());
     }

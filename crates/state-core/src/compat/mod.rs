@@ -2,3 +2,5 @@
 //! to and from our operations. Pure data mapping; the semantics stay ours.
 
 pub mod agentcheckpoint;
+pub mod caxton;
+pub mod sidecar;

@@ -6,10 +6,13 @@
 
 mod agentcheckpoint;
 mod bad_input;
+mod caxton;
+mod coordination;
 mod crash;
 mod exclusive;
 mod kv;
 mod protocol;
+mod sidecar;
 
 use std::path::{Path, PathBuf};
 

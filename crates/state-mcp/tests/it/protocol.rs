@@ -5,7 +5,7 @@ use state_e2e::ProtocolEra;
 
 use crate::TestServer;
 
-const NATIVE_TOOLS: [&str; 8] = [
+const NATIVE_TOOLS: [&str; 28] = [
     "state_get",
     "state_set",
     "state_delete",
@@ -13,8 +13,47 @@ const NATIVE_TOOLS: [&str; 8] = [
     "state_batch_get",
     "state_txn",
     "history_log",
+    "lease_acquire",
+    "lease_renew",
+    "lease_release",
+    "lease_get",
+    "lease_list",
+    "workflow_create",
+    "workflow_claim",
+    "workflow_checkpoint",
+    "workflow_heartbeat",
+    "workflow_resume",
+    "workflow_complete",
+    "workflow_fail",
+    "workflow_cancel",
+    "workflow_status",
+    "workflow_list",
+    "workflow_discover",
+    "session_save",
+    "session_restore",
+    "session_list",
+    "state_health",
+    "state_reset",
+];
+
+const READ_ONLY: [&str; 13] = [
+    "state_get",
+    "state_list",
+    "state_batch_get",
+    "history_log",
+    "lease_get",
+    "lease_list",
+    "workflow_resume",
+    "workflow_status",
+    "workflow_list",
+    "workflow_discover",
+    "session_restore",
+    "session_list",
     "state_health",
 ];
+
+const IDEMPOTENT: [&str; 5] =
+    ["state_delete", "lease_release", "workflow_checkpoint", "workflow_complete", "workflow_cancel"];
 
 fn tools(server: &mut TestServer) -> Vec<Value> {
     let listed = server.client.request("tools/list", json!({})).expect("tools/list");
@@ -74,16 +113,33 @@ fn tools_carry_titles_annotations_and_output_schemas() {
         assert_eq!(tool["inputSchema"]["type"], "object", "{name}");
         assert_eq!(tool["outputSchema"]["type"], "object", "{name}");
         assert_eq!(tool["annotations"]["openWorldHint"], false, "{name}");
-        let read_only = matches!(name, "state_get" | "state_list" | "state_batch_get" | "history_log" | "state_health");
+        let read_only = READ_ONLY.contains(&name);
         assert_eq!(tool["annotations"]["readOnlyHint"], read_only, "{name}");
         if !read_only {
             assert_eq!(tool["annotations"]["destructiveHint"], true, "{name}");
-            assert_eq!(tool["annotations"]["idempotentHint"], name == "state_delete", "{name}");
+            assert_eq!(tool["annotations"]["idempotentHint"], IDEMPOTENT.contains(&name), "{name}");
         }
     }
-    // The whole tool list is what every client pays for in context: keep it small.
+    let reset = tools.iter().find(|t| t["name"] == "state_reset").unwrap();
+    assert!(reset["description"].as_str().unwrap().contains("Irreversibly"), "the reset says what it does");
+    // The whole tool list is what every client pays for in context on every session.
     let size = serde_json::to_string(&tools).unwrap().len();
-    assert!(size < 16_000, "tool definitions are {size} bytes");
+    assert!(size < 40_000, "tool definitions are {size} bytes");
+}
+
+#[test]
+fn tool_groups_keep_the_list_short() {
+    let mut server = TestServer::start(&["--tools", "lease,admin"]);
+    let names: Vec<String> = tools(&mut server).iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect();
+    assert_eq!(
+        names,
+        ["lease_acquire", "lease_renew", "lease_release", "lease_get", "lease_list", "state_health", "state_reset"]
+    );
+    let hidden = server
+        .client
+        .request("tools/call", json!({"name": "state_set", "arguments": {"key": "k", "value": 1}}))
+        .unwrap();
+    assert_eq!(hidden["error"]["code"], -32602, "a tool outside the chosen groups does not exist: {hidden}");
 }
 
 #[test]
@@ -102,7 +158,10 @@ fn usage_docs_are_resources() {
     let listed = server.client.request("resources/list", json!({})).unwrap();
     let uris: Vec<&str> =
         listed["result"]["resources"].as_array().unwrap().iter().filter_map(|r| r["uri"].as_str()).collect();
-    assert_eq!(uris, ["state://docs/usage", "state://docs/keys", "state://docs/what-not-to-store"]);
+    assert_eq!(
+        uris,
+        ["state://docs/usage", "state://docs/coordination", "state://docs/keys", "state://docs/what-not-to-store"]
+    );
     let read = server.client.request("resources/read", json!({"uri": "state://docs/usage"})).unwrap();
     let content = &read["result"]["contents"][0];
     assert_eq!(content["mimeType"], "text/markdown");

@@ -37,6 +37,7 @@ for_each_backend!(
     sessions_keep_every_version,
     reset_wipes_but_revisions_continue,
     system_records_stay_out_of_user_listings,
+    one_revision_can_hold_several_events_of_one_key,
 );
 
 async fn versions_and_revisions(kind: Kind) {
@@ -612,4 +613,24 @@ async fn system_records_stay_out_of_user_listings(kind: Kind) {
     assert_eq!(kv_only.events.len(), 1);
     let everything = s.engine.history(HistoryRequest::default()).await.unwrap();
     assert_eq!(everything.events.len(), 3, "unfiltered history shows leases and runs too");
+}
+
+async fn one_revision_can_hold_several_events_of_one_key(kind: Kind) {
+    let s = Store::new(kind);
+    let mut short = set_req("k", json!("old"), None);
+    short.ttl_seconds = Some(1.0);
+    s.engine.set(short).await.unwrap();
+    s.clock.advance_millis(1_000);
+    // No sweep: the write itself records the expiry, in the same revision as the put.
+    let put = s.set("k", json!("new")).await;
+    assert_eq!((put.version, put.revision), (1, 2));
+    for order in ["latest", "since"] {
+        let req = match order {
+            "latest" => HistoryRequest { key: Some("k".into()), ..Default::default() },
+            _ => HistoryRequest { key: Some("k".into()), since_revision: Some(0), ..Default::default() },
+        };
+        let events = s.engine.history(req).await.unwrap().events;
+        let seen: Vec<_> = events.iter().map(|e| (e.revision, e.op)).collect();
+        assert_eq!(seen, vec![(1, HistoryOp::Put), (2, HistoryOp::Expired), (2, HistoryOp::Put)], "{order}");
+    }
 }

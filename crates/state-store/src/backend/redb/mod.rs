@@ -7,7 +7,8 @@
 //!   kept apart so the user key count stays O(1)
 //! - `expiry`     (expires_at, key) -> ()           keys with a TTL, soonest first
 //! - `events`     (revision, seq) -> event          the history log
-//! - `key_events` (key, revision) -> (seq, version)  per-key index into the log
+//! - `key_events` (key, revision, seq) -> version   per-key index into the log (one revision
+//!   can hold several events on one key: an expiry, then the write that replaced it)
 //! - `meta`       name -> u64                        revision, compacted revision, format
 
 mod codec;
@@ -32,7 +33,7 @@ const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
 const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
 const EXPIRY: TableDefinition<(u64, &str), ()> = TableDefinition::new("expiry");
 const EVENTS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("events");
-const KEY_EVENTS: TableDefinition<(&str, u64), (u32, u64)> = TableDefinition::new("key_events");
+const KEY_EVENTS: TableDefinition<(&str, u64, u32), u64> = TableDefinition::new("key_events");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 const META_REVISION: &str = "revision";
@@ -301,26 +302,41 @@ fn ordered<'a, T: DoubleEndedIterator + 'a>(range: T, order: Order) -> Box<dyn I
 }
 
 fn key_history(
-    index: &impl ReadableTable<(&'static str, u64), (u32, u64)>,
+    index: &impl ReadableTable<(&'static str, u64, u32), u64>,
     events: &impl ReadableTable<(u64, u32), &'static [u8]>,
     key: &str,
     revisions: RangeInclusive<u64>,
     order: Order,
     visit: &mut dyn FnMut(Event) -> bool,
 ) -> Result<(), StorageError> {
-    let range = index.range((key, *revisions.start())..=(key, *revisions.end())).map_err(storage)?;
+    let range = index.range((key, *revisions.start(), 0)..=(key, *revisions.end(), u32::MAX)).map_err(storage)?;
+    // Walking backwards, one revision's events are gathered and handed over in append order.
+    let mut pending: Vec<Event> = Vec::new();
     for item in ordered(range, order) {
-        let (k, v) = item.map_err(storage)?;
-        let (_, revision) = k.value();
-        let (seq, _) = v.value();
+        let (k, _) = item.map_err(storage)?;
+        let (_, revision, seq) = k.value();
         let bytes = events
             .get((revision, seq))
             .map_err(storage)?
             .ok_or_else(|| StorageError::Corrupt(format!("history index points at missing event {revision}.{seq}")))?;
-        if !visit(codec::decode_event(revision, bytes.value())?) {
-            break;
+        let event = codec::decode_event(revision, bytes.value())?;
+        match order {
+            Order::Ascending => {
+                if !visit(event) {
+                    return Ok(());
+                }
+            }
+            Order::Descending => {
+                if pending.last().is_some_and(|e| e.revision != revision)
+                    && !flush(&mut pending, &KeyFilter::All, visit)
+                {
+                    return Ok(());
+                }
+                pending.push(event);
+            }
         }
     }
+    flush(&mut pending, &KeyFilter::All, visit);
     Ok(())
 }
 
@@ -413,7 +429,7 @@ impl WriteTxn for RedbWrite {
         self.txn
             .open_table(KEY_EVENTS)
             .map_err(storage)?
-            .insert((event.key.as_str(), event.revision), (seq, event.version))
+            .insert((event.key.as_str(), event.revision, seq), event.version)
             .map_err(storage)?;
         Ok(())
     }
@@ -469,7 +485,7 @@ impl WriteTxn for RedbWrite {
             let mut index = self.txn.open_table(KEY_EVENTS).map_err(storage)?;
             for (revision, seq, key) in &doomed {
                 events.remove((*revision, *seq)).map_err(storage)?;
-                index.remove((key.as_str(), *revision)).map_err(storage)?;
+                index.remove((key.as_str(), *revision, *seq)).map_err(storage)?;
             }
         }
         compacted = match doomed.last() {
