@@ -6,7 +6,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::cursor;
 use crate::entry::{Action, Entry, live};
 use crate::keyspace::{self, Space};
 use crate::ops::lease::{
@@ -14,7 +13,7 @@ use crate::ops::lease::{
 };
 use crate::plan::{Changes, Plan, Record, WriteContext};
 use crate::time::UnixMillis;
-use crate::view::StateView;
+use crate::view::{StateView, scan_page};
 
 /// What a lease entry holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -282,20 +281,16 @@ pub fn list<V: StateView + ?Sized>(
 ) -> Result<LeaseListResult, V::Error> {
     let space = keyspace::prefix(Space::Lease);
     let after_key = after.map(keyspace::lease_key);
-    let mut leases = Vec::new();
-    let mut more = false;
-    view.scan(&format!("{space}{prefix}"), after_key.as_deref(), &mut |entry| {
-        if let Some((entry, record)) = held(Some(entry), now) {
-            if leases.len() == page {
-                more = true;
-                return false;
-            }
-            let (_, id) = keyspace::classify(&entry.key);
-            leases.push(info(id, &entry, &record));
-        }
-        true
-    })?;
-    let next_cursor = if more { leases.last().map(|l: &LeaseInfo| cursor::encode(&l.resource_id)) } else { None };
+    let (leases, next_cursor) = scan_page(
+        view,
+        &format!("{space}{prefix}"),
+        after_key.as_deref(),
+        page,
+        |entry| {
+            Ok(held(Some(entry), now).map(|(entry, record)| info(keyspace::classify(&entry.key).1, &entry, &record)))
+        },
+        |lease: &LeaseInfo| &lease.resource_id,
+    )?;
     Ok(LeaseListResult { leases, next_cursor, revision })
 }
 

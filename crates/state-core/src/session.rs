@@ -4,13 +4,12 @@
 
 use serde_json::{Value, json};
 
-use crate::cursor;
 use crate::entry::{Action, Entry};
 use crate::keyspace::{self, Space};
 use crate::ops::ReadStatus;
 use crate::ops::session::{SessionInfo, SessionListResult, SessionRestoreResult, SessionSaveResult};
 use crate::plan::{Changes, Plan, Record, WriteContext};
-use crate::view::StateView;
+use crate::view::{StateView, scan_page};
 
 pub fn plan_save<V: StateView + ?Sized>(
     view: &V,
@@ -92,20 +91,19 @@ pub fn list<V: StateView + ?Sized>(
 ) -> Result<SessionListResult, V::Error> {
     let space = keyspace::prefix(Space::Session);
     let after_key = after.map(keyspace::session_key);
-    let mut sessions: Vec<SessionInfo> = Vec::new();
-    let mut more = false;
-    view.scan(&format!("{space}{prefix}"), after_key.as_deref(), &mut |head| {
-        if sessions.len() == page {
-            more = true;
-            return false;
-        }
-        sessions.push(SessionInfo {
-            session_id: keyspace::classify(&head.key).1.to_owned(),
-            latest_version: head.version,
-            updated_at: head.updated_at.to_rfc3339(),
-        });
-        true
-    })?;
-    let next_cursor = if more { sessions.last().map(|s| cursor::encode(&s.session_id)) } else { None };
+    let (sessions, next_cursor) = scan_page(
+        view,
+        &format!("{space}{prefix}"),
+        after_key.as_deref(),
+        page,
+        |head| {
+            Ok(Some(SessionInfo {
+                session_id: keyspace::classify(&head.key).1.to_owned(),
+                latest_version: head.version,
+                updated_at: head.updated_at.to_rfc3339(),
+            }))
+        },
+        |session: &SessionInfo| &session.session_id,
+    )?;
     Ok(SessionListResult { sessions, next_cursor, revision })
 }

@@ -20,6 +20,45 @@ pub trait StateView {
     fn scan(&self, prefix: &str, after: Option<&str>, visit: &mut dyn FnMut(Entry) -> bool) -> Result<(), Self::Error>;
 }
 
+/// One page of records under `prefix`, after the key `after`: `pick` turns an entry into an
+/// item or skips it. Returns the items and the cursor of the next page (from `cursor_of` of
+/// the last item) when more items follow.
+pub fn scan_page<V, T>(
+    view: &V,
+    prefix: &str,
+    after: Option<&str>,
+    page: usize,
+    mut pick: impl FnMut(Entry) -> Result<Option<T>, V::Error>,
+    cursor_of: impl Fn(&T) -> &str,
+) -> Result<(Vec<T>, Option<String>), V::Error>
+where
+    V: StateView + ?Sized,
+{
+    let mut items = Vec::new();
+    let mut more = false;
+    let mut failure = None;
+    view.scan(prefix, after, &mut |entry| match pick(entry) {
+        Ok(Some(_)) if items.len() == page => {
+            more = true;
+            false
+        }
+        Ok(Some(item)) => {
+            items.push(item);
+            true
+        }
+        Ok(None) => true,
+        Err(e) => {
+            failure = Some(e);
+            false
+        }
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let next = if more { items.last().map(|item| crate::cursor::encode(cursor_of(item))) } else { None };
+    Ok((items, next))
+}
+
 /// Entries in a map: a complete store for tests and model checks.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MemoryView {

@@ -20,7 +20,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::cursor;
 use crate::entry::{Action, Entry, live};
 use crate::keyspace::{self, Space};
 use crate::ops::OkStatus;
@@ -31,7 +30,7 @@ use crate::ops::workflow::{
 };
 use crate::plan::{Changes, Plan, Record, WriteContext};
 use crate::time::UnixMillis;
-use crate::view::StateView;
+use crate::view::{StateView, scan_page};
 
 /// What a run entry holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -211,6 +210,17 @@ pub fn plan_create(req: &CreateRunRequest, ctx: &WriteContext) -> Plan<CreateRun
     changes.finish(CreateRunResult { status: OkStatus::Ok, run_id: id, name: req.name.clone(), revision })
 }
 
+/// Writes a run's claim entry: silent, its TTL is the claim's lease.
+fn write_claim(
+    changes: &mut Changes<'_>,
+    stored: Option<&Entry>,
+    run_id: &str,
+    claim: &ClaimRecord,
+    ttl: Option<u64>,
+) -> Entry {
+    changes.write(stored, &keyspace::claim_key(run_id), encode(claim), ttl, Record::Silent)
+}
+
 /// Writes the new state of a run, recording the transition.
 fn save_run(changes: &mut Changes<'_>, stored: &Entry, run: &RunRecord, action: Action, detail: Value) -> Entry {
     changes.write(Some(stored), &stored.key, encode(run), None, Record::Transition(action, detail))
@@ -385,13 +395,7 @@ fn claim_run(changes: &mut Changes<'_>, target: RunView, args: ClaimArgs<'_>) ->
         Phase::Held { claim, .. } => {
             let mut run = target.run.clone();
             run.updated_at = now;
-            let claim_entry = changes.write(
-                target.claim.as_ref(),
-                &keyspace::claim_key(&run_id),
-                encode(&claim),
-                args.ttl_millis,
-                Record::Silent,
-            );
+            let claim_entry = write_claim(changes, target.claim.as_ref(), &run_id, &claim, args.ttl_millis);
             let detail = json!({"attempt": run.attempt, "holder": claim.holder, "token": claim.token});
             let entry = save_run(changes, &target.entry, &run, Action::RunHeartbeat, detail);
             return claimed(&run_id, &run, claim.token, &entry, claim_entry.expires_at);
@@ -406,13 +410,7 @@ fn claim_run(changes: &mut Changes<'_>, target: RunView, args: ClaimArgs<'_>) ->
     run.token = Some(token);
     run.updated_at = now;
     let claim = ClaimRecord { holder: args.agent_id.to_owned(), token };
-    let claim_entry = changes.write(
-        target.claim.as_ref(),
-        &keyspace::claim_key(&run_id),
-        encode(&claim),
-        args.ttl_millis,
-        Record::Silent,
-    );
+    let claim_entry = write_claim(changes, target.claim.as_ref(), &run_id, &claim, args.ttl_millis);
     let detail = json!({"attempt": run.attempt, "holder": args.agent_id, "token": token});
     let entry = save_run(changes, &target.entry, &run, action, detail);
     claimed(&run_id, &run, token, &entry, claim_entry.expires_at)
@@ -585,8 +583,7 @@ pub fn plan_heartbeat<V: StateView + ?Sized>(
         return Ok(Plan::unchanged(holder_refusal(run_id, HolderStatus::Fenced, Some(why), ctx.revision)));
     };
     let mut changes = Changes::new(ctx, caller.agent_id);
-    let claim_entry =
-        changes.write(run.claim.as_ref(), &keyspace::claim_key(run_id), encode(&claim), ttl_millis, Record::Silent);
+    let claim_entry = write_claim(&mut changes, run.claim.as_ref(), run_id, &claim, ttl_millis);
     let mut updated = run.run.clone();
     updated.updated_at = ctx.now;
     let detail = json!({"attempt": updated.attempt, "holder": claim.holder, "token": claim.token});
@@ -805,34 +802,21 @@ pub fn list<V: StateView + ?Sized>(
     now: UnixMillis,
     revision: u64,
 ) -> Result<ListRunsResult, V::Error> {
-    let mut runs: Vec<RunSummary> = Vec::new();
-    let mut more = false;
-    let mut failure = None;
     let after_key = after.map(keyspace::run_key);
-    view.scan(&keyspace::prefix(Space::Run), after_key.as_deref(), &mut |entry| {
-        let (_, run_id) = keyspace::classify(&entry.key);
-        let claim = match view.get(&keyspace::claim_key(run_id)) {
-            Ok(claim) => claim,
-            Err(e) => {
-                failure = Some(e);
-                return false;
-            }
-        };
-        let Some(run) = decode::<RunRecord>(&entry) else { return true };
-        let run = RunView { entry, run, claim };
-        if run.matches(filter.name, filter.tags) && filter.status.is_none_or(|s| s == run.status(now)) {
-            if runs.len() == page {
-                more = true;
-                return false;
-            }
-            runs.push(run.summary(now));
-        }
-        true
-    })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    let next_cursor = if more { runs.last().map(|r| cursor::encode(&r.run_id)) } else { None };
+    let (runs, next_cursor) = scan_page(
+        view,
+        &keyspace::prefix(Space::Run),
+        after_key.as_deref(),
+        page,
+        |entry| {
+            let claim = view.get(&keyspace::claim_key(keyspace::classify(&entry.key).1))?;
+            let Some(run) = decode::<RunRecord>(&entry) else { return Ok(None) };
+            let run = RunView { entry, run, claim };
+            let wanted = run.matches(filter.name, filter.tags) && filter.status.is_none_or(|s| s == run.status(now));
+            Ok(wanted.then(|| run.summary(now)))
+        },
+        |run: &RunSummary| &run.run_id,
+    )?;
     Ok(ListRunsResult { runs, next_cursor, revision })
 }
 

@@ -128,7 +128,7 @@ fn reads_show_holders_but_not_tokens() {
     assert_eq!((got.status, got.holder.as_deref()), (LeaseState::Held, Some("x")));
     let page = sim.read(|v| list(v, "a/", None, 1, sim.now, 3));
     assert_eq!(page.leases.iter().map(|l| l.resource_id.as_str()).collect::<Vec<_>>(), vec!["a/1"]);
-    let after = cursor::decode("cursor", page.next_cursor.as_deref().unwrap()).unwrap();
+    let after = crate::cursor::decode("cursor", page.next_cursor.as_deref().unwrap()).unwrap();
     let rest = sim.read(|v| list(v, "a/", Some(&after), 10, sim.now, 3));
     assert_eq!(rest.leases.iter().map(|l| l.resource_id.as_str()).collect::<Vec<_>>(), vec!["a/2"]);
     assert_eq!(rest.next_cursor, None);

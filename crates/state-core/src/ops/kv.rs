@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{DeleteStatus, ReadStatus, WriteStatus, present};
+use super::{DeleteStatus, Paged, ReadStatus, WriteStatus, present};
 use crate::cursor;
 use crate::entry::{Entry, Event, EventKind};
 use crate::error::InvalidInput;
@@ -277,21 +277,12 @@ pub struct ListRequest {
 
 pub const DEFAULT_LIST_LIMIT: usize = 100;
 
+super::paged!(ListRequest);
+
 impl ListRequest {
     pub fn validate(&self) -> Result<(), InvalidInput> {
         validate_prefix("prefix", &self.prefix)?;
-        self.page_size()?;
-        self.start_after()?;
-        Ok(())
-    }
-
-    pub fn page_size(&self) -> Result<usize, InvalidInput> {
-        page_size("limit", self.limit, DEFAULT_LIST_LIMIT)
-    }
-
-    /// The key the page starts after, decoded from the cursor.
-    pub fn start_after(&self) -> Result<Option<String>, InvalidInput> {
-        self.cursor.as_deref().map(|c| cursor::decode("cursor", c)).transpose()
+        self.validate_page()
     }
 }
 

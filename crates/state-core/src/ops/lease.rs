@@ -3,8 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::kv::{DEFAULT_LIST_LIMIT, page_size};
-use crate::cursor;
+use super::Paged;
 use crate::error::InvalidInput;
 use crate::key::{validate_agent_id, validate_key, validate_prefix};
 use crate::time::{UnixMillis, ttl_millis};
@@ -173,19 +172,11 @@ pub struct LeaseListRequest {
 impl LeaseListRequest {
     pub fn validate(&self) -> Result<(), InvalidInput> {
         validate_prefix("prefix", &self.prefix)?;
-        self.page_size()?;
-        self.start_after()?;
-        Ok(())
-    }
-
-    pub fn page_size(&self) -> Result<usize, InvalidInput> {
-        page_size("limit", self.limit, DEFAULT_LIST_LIMIT)
-    }
-
-    pub fn start_after(&self) -> Result<Option<String>, InvalidInput> {
-        self.cursor.as_deref().map(|c| cursor::decode("cursor", c)).transpose()
+        self.validate_page()
     }
 }
+
+super::paged!(LeaseListRequest);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LeaseListResult {

@@ -14,6 +14,42 @@ pub mod workflow;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
+/// A request that reads a page at a time: `limit` and an opaque `cursor`.
+pub trait Paged {
+    fn limit(&self) -> Option<usize>;
+    fn cursor(&self) -> Option<&str>;
+
+    /// The page size asked for, checked against the bounds.
+    fn page_size(&self) -> Result<usize, crate::InvalidInput> {
+        kv::page_size("limit", self.limit(), kv::DEFAULT_LIST_LIMIT)
+    }
+
+    /// The key the page starts after, decoded from the cursor.
+    fn start_after(&self) -> Result<Option<String>, crate::InvalidInput> {
+        self.cursor().map(|c| crate::cursor::decode("cursor", c)).transpose()
+    }
+
+    fn validate_page(&self) -> Result<(), crate::InvalidInput> {
+        self.page_size()?;
+        self.start_after().map(|_| ())
+    }
+}
+
+/// Implements [`Paged`] for a request with `limit` and `cursor` fields.
+macro_rules! paged {
+    ($($request:ty),* $(,)?) => {
+        $(impl $crate::ops::Paged for $request {
+            fn limit(&self) -> Option<usize> {
+                self.limit
+            }
+            fn cursor(&self) -> Option<&str> {
+                self.cursor.as_deref()
+            }
+        })*
+    };
+}
+pub(crate) use paged;
+
 /// Keeps an explicit JSON `null` as `Some(Value::Null)`, so "the value null" and "no value"
 /// stay distinct in optional value fields.
 pub(crate) fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>

@@ -4,9 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::kv::{DEFAULT_LIST_LIMIT, page_size};
-use super::present;
-use crate::cursor;
+use super::{Paged, present};
 use crate::error::InvalidInput;
 use crate::key::{validate_agent_id, validate_key, validate_prefix};
 use crate::limits::Limits;
@@ -96,19 +94,11 @@ pub struct SessionListRequest {
 impl SessionListRequest {
     pub fn validate(&self) -> Result<(), InvalidInput> {
         validate_prefix("prefix", &self.prefix)?;
-        self.page_size()?;
-        self.start_after()?;
-        Ok(())
-    }
-
-    pub fn page_size(&self) -> Result<usize, InvalidInput> {
-        page_size("limit", self.limit, DEFAULT_LIST_LIMIT)
-    }
-
-    pub fn start_after(&self) -> Result<Option<String>, InvalidInput> {
-        self.cursor.as_deref().map(|c| cursor::decode("cursor", c)).transpose()
+        self.validate_page()
     }
 }
+
+super::paged!(SessionListRequest);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionInfo {

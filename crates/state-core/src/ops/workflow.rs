@@ -7,9 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::kv::{DEFAULT_LIST_LIMIT, page_size};
-use super::present;
-use crate::cursor;
+use super::{Paged, present};
 use crate::error::InvalidInput;
 use crate::key::{validate_agent_id, validate_key};
 use crate::limits::Limits;
@@ -495,19 +493,11 @@ impl ListRunsRequest {
             validate_key("name", name)?;
         }
         validate_tags(&self.tags)?;
-        self.page_size()?;
-        self.start_after()?;
-        Ok(())
-    }
-
-    pub fn page_size(&self) -> Result<usize, InvalidInput> {
-        page_size("limit", self.limit, DEFAULT_LIST_LIMIT)
-    }
-
-    pub fn start_after(&self) -> Result<Option<String>, InvalidInput> {
-        self.cursor.as_deref().map(|c| cursor::decode("cursor", c)).transpose()
+        self.validate_page()
     }
 }
+
+super::paged!(ListRunsRequest);
 
 /// Runs a worker could claim now, filtered by name and tags, oldest first.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

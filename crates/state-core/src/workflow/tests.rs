@@ -271,7 +271,7 @@ fn listing_filters_and_pages() {
     let all = RunFilter { status: None, name: None, tags: &no_tags };
     let page = sim.read(|v| list(v, all, None, 2, sim.now, 0));
     assert_eq!(page.runs.iter().map(|r| r.run_id.clone()).collect::<Vec<_>>(), ids[..2].to_vec());
-    let after = cursor::decode("cursor", page.next_cursor.as_deref().unwrap()).unwrap();
+    let after = crate::cursor::decode("cursor", page.next_cursor.as_deref().unwrap()).unwrap();
     let rest = sim.read(|v| list(v, all, Some(&after), 10, sim.now, 0));
     assert_eq!(rest.runs.len(), 3);
     let pending_even = RunFilter { status: Some(RunStatus::Pending), name: Some("even"), tags: &no_tags };

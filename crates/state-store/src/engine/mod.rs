@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use state_core::keyspace::{self, Space};
 use state_core::lease::{self, Holder};
+use state_core::ops::Paged;
 use state_core::ops::health::HealthResult;
 use state_core::ops::history::{HistoryRequest, HistoryResult};
 use state_core::ops::kv::{

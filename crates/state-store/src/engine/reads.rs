@@ -5,6 +5,7 @@ use state_core::UnixMillis;
 use state_core::entry::{Event, EventKind, live};
 use state_core::error::InvalidInput;
 use state_core::keyspace;
+use state_core::ops::Paged;
 use state_core::ops::history::{HistoryEvent, HistoryRequest, HistoryResult, KeyFilter};
 use state_core::ops::kv::{BatchGetRequest, BatchGetResult, GetRequest, GetResult, ListRequest, ListResult};
 

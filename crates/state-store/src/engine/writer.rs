@@ -69,13 +69,7 @@ where
     }
 
     fn answer(self: Box<Self>, failure: Option<&StorageError>) {
-        let result = match (failure, self.outcome) {
-            (Some(error), _) => Err(error.clone().into()),
-            (None, Some(outcome)) => Ok(outcome),
-            (None, None) => Err(StorageError::Other("internal error: command never applied".into()).into()),
-        };
-        // A caller that stopped waiting (dropped its receiver) needs no answer.
-        let _ = self.reply.send(result);
+        answer(self.reply, failure, self.outcome);
     }
 }
 
@@ -109,13 +103,19 @@ where
     }
 
     fn answer(self: Box<Self>, failure: Option<&StorageError>) {
-        let result = match (failure, self.outcome) {
-            (Some(error), _) => Err(error.clone().into()),
-            (None, Some(outcome)) => Ok(outcome),
-            (None, None) => Err(StorageError::Other("internal error: command never applied".into()).into()),
-        };
-        let _ = self.reply.send(result);
+        answer(self.reply, failure, self.outcome);
     }
+}
+
+/// Answers a caller once its batch's fate is known.
+fn answer<T>(reply: Reply<T>, failure: Option<&StorageError>, outcome: Option<T>) {
+    let result = match (failure, outcome) {
+        (Some(error), _) => Err(error.clone().into()),
+        (None, Some(outcome)) => Ok(outcome),
+        (None, None) => Err(StorageError::Other("internal error: command never applied".into()).into()),
+    };
+    // A caller that stopped waiting (dropped its receiver) needs no answer.
+    let _ = reply.send(result);
 }
 
 fn apply_plan<T>(txn: &mut dyn WriteTxn, plan: &Plan<T>) -> Result<(), StorageError> {
