@@ -54,10 +54,6 @@ impl<T> Plan<T> {
     pub(crate) fn unchanged(outcome: T) -> Plan<T> {
         Plan { outcome, mutations: Vec::new(), events: Vec::new() }
     }
-
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Plan<U> {
-        Plan { outcome: f(self.outcome), mutations: self.mutations, events: self.events }
-    }
 }
 
 /// How a change shows up in history.

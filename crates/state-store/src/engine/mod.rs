@@ -108,7 +108,6 @@ struct Inner {
     config: EngineConfig,
     stats: Arc<WriterStats>,
     started_at: UnixMillis,
-    backend_kind: &'static str,
 }
 
 impl Engine {
@@ -128,7 +127,6 @@ impl Engine {
         let started_at = clock.now();
         Ok(Engine {
             inner: Arc::new(Inner {
-                backend_kind: backend.kind(),
                 backend: RwLock::new(Some(backend)),
                 writes: RwLock::new(Some(writes)),
                 writer: Mutex::new(Some(writer)),
@@ -144,9 +142,6 @@ impl Engine {
         &self.inner.config
     }
 
-    pub fn backend_kind(&self) -> &'static str {
-        self.inner.backend_kind
-    }
 
     pub fn batch_stats(&self) -> BatchStats {
         self.inner.stats.snapshot()
