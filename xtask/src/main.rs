@@ -13,7 +13,18 @@ mod dist;
 #[cfg(test)]
 mod tidy;
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    match run_task() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            // One line that says what failed; the failing command's own output is above it.
+            eprintln!("xtask: error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_task() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (task, rest) = args.split_first().map_or(("help", &[][..]), |(t, r)| (t.as_str(), r));
     match task {

@@ -142,7 +142,6 @@ impl Engine {
         &self.inner.config
     }
 
-
     pub fn batch_stats(&self) -> BatchStats {
         self.inner.stats.snapshot()
     }
