@@ -82,14 +82,7 @@ pub fn plan_acquire<V: StateView + ?Sized>(
             }));
         }
         let mut changes = Changes::new(ctx, Some(holder_id));
-        let detail = json!({"holder": holder_id, "token": record.token, "ttl_ms": ttl_millis});
-        let entry = changes.write(
-            stored.as_ref(),
-            &key,
-            record.to_value(),
-            ttl_millis,
-            Record::Transition(Action::LeaseRenew, detail),
-        );
+        let entry = write_lease(&mut changes, stored.as_ref(), &key, &record, ttl_millis, Action::LeaseRenew);
         let revision = changes.revision();
         return Ok(changes.finish(AcquireResult {
             status: AcquireStatus::Acquired,
@@ -104,14 +97,7 @@ pub fn plan_acquire<V: StateView + ?Sized>(
     let token = ctx.next_revision();
     let record = LeaseRecord { holder: holder_id.to_owned(), token, acquired_at: ctx.now };
     let mut changes = Changes::new(ctx, Some(holder_id));
-    let detail = json!({"holder": holder_id, "token": token, "ttl_ms": ttl_millis});
-    let entry = changes.write(
-        stored.as_ref(),
-        &key,
-        record.to_value(),
-        ttl_millis,
-        Record::Transition(Action::LeaseGrant, detail),
-    );
+    let entry = write_lease(&mut changes, stored.as_ref(), &key, &record, ttl_millis, Action::LeaseGrant);
     let revision = changes.revision();
     Ok(changes.finish(AcquireResult {
         status: AcquireStatus::Acquired,
@@ -122,6 +108,19 @@ pub fn plan_acquire<V: StateView + ?Sized>(
         revision,
         expiry: entry.expires_at,
     }))
+}
+
+/// Writes a lease record whose entry TTL is the lease's lifetime, recording the transition.
+fn write_lease(
+    changes: &mut Changes<'_>,
+    stored: Option<&Entry>,
+    key: &str,
+    record: &LeaseRecord,
+    ttl_millis: Option<u64>,
+    action: Action,
+) -> Entry {
+    let detail = json!({"holder": record.holder, "token": record.token, "ttl_ms": ttl_millis});
+    changes.write(stored, key, record.to_value(), ttl_millis, Record::Transition(action, detail))
 }
 
 fn lost(resource_id: &str, current: Option<LeaseRecord>, ctx: &WriteContext) -> Plan<HoldResult> {
@@ -150,14 +149,7 @@ pub fn plan_renew<V: StateView + ?Sized>(
         return Ok(lost(resource_id, Some(record), ctx));
     }
     let mut changes = Changes::new(ctx, Some(holder.holder_id));
-    let detail = json!({"holder": record.holder, "token": record.token, "ttl_ms": ttl_millis});
-    let entry = changes.write(
-        stored.as_ref(),
-        &key,
-        record.to_value(),
-        ttl_millis,
-        Record::Transition(Action::LeaseRenew, detail),
-    );
+    let entry = write_lease(&mut changes, stored.as_ref(), &key, &record, ttl_millis, Action::LeaseRenew);
     let revision = changes.revision();
     Ok(changes.finish(HoldResult {
         status: HoldStatus::Ok,
