@@ -23,6 +23,7 @@ use crate::ops::session::{
     SessionSaveResult,
 };
 use crate::ops::txn::{TxnRequest, TxnResult};
+use crate::ops::watch::{WatchRequest, WatchResult};
 use crate::ops::workflow::{
     CancelRequest, CancelResult, CheckpointRequest, CheckpointResult, ClaimRequest, ClaimResult, CompleteRequest,
     CreateRunRequest, CreateRunResult, DiscoverRequest, FailRequest, FinishResult, HeartbeatRequest, HeartbeatResult,
@@ -63,6 +64,7 @@ pub enum Operation {
     SessionList,
     StateHealth,
     StateReset,
+    StateWatch,
     AgentCheckpointGetState,
     AgentCheckpointSetState,
     AgentCheckpointForceSetState,
@@ -111,6 +113,12 @@ pub enum Profile {
 }
 
 impl Profile {
+    pub const ALL: [Profile; 4] = [Profile::Native, Profile::AgentCheckpoint, Profile::Sidecar, Profile::Caxton];
+
+    pub fn from_name(name: &str) -> Option<Profile> {
+        Profile::ALL.into_iter().find(|p| p.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Profile::Native => "native",
@@ -129,11 +137,16 @@ pub enum ToolGroup {
     Workflow,
     Session,
     Admin,
+    Watch,
 }
 
 impl ToolGroup {
-    pub const ALL: [ToolGroup; 5] =
-        [ToolGroup::Kv, ToolGroup::Lease, ToolGroup::Workflow, ToolGroup::Session, ToolGroup::Admin];
+    pub const ALL: [ToolGroup; 6] =
+        [ToolGroup::Kv, ToolGroup::Lease, ToolGroup::Workflow, ToolGroup::Session, ToolGroup::Admin, ToolGroup::Watch];
+
+    pub fn from_name(name: &str) -> Option<ToolGroup> {
+        ToolGroup::ALL.into_iter().find(|g| g.name() == name)
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -142,6 +155,7 @@ impl ToolGroup {
             ToolGroup::Workflow => "workflow",
             ToolGroup::Session => "session",
             ToolGroup::Admin => "admin",
+            ToolGroup::Watch => "watch",
         }
     }
 }
@@ -204,6 +218,23 @@ impl Operation {
         self.spec().name
     }
 
+    /// A name unique across profiles and stable across versions, for wire protocols:
+    /// `profile/name`, e.g. `native/state_get` or `sidecar/state_get`.
+    pub fn id(self) -> String {
+        format!("{}/{}", self.spec().profile.name(), self.name())
+    }
+
+    pub fn from_id(id: &str) -> Option<Operation> {
+        let (profile, name) = id.split_once('/')?;
+        let profile = Profile::from_name(profile)?;
+        Operation::all().find(|op| op.spec().profile == profile && op.name() == name)
+    }
+
+    /// Whether it changes the store (and so takes a `request_id`).
+    pub fn is_mutating(self) -> bool {
+        self.spec().effect != Effect::ReadOnly
+    }
+
     /// The tools a server exposes for these profiles and groups, in catalog order (stable,
     /// as MCP list results must be). A compatibility profile's tool replaces a native tool of
     /// the same name.
@@ -261,7 +292,7 @@ macro_rules! text {
     };
 }
 
-static SPECS: [OperationSpec; 59] = [
+static SPECS: [OperationSpec; 60] = [
     native!(
         StateGet,
         "state_get",
@@ -541,6 +572,16 @@ static SPECS: [OperationSpec; 59] = [
         ResetRequest,
         ResetResult,
         "Irreversibly delete every key, lease, run, session and all history. Requires confirm: \"DELETE EVERYTHING\"."
+    ),
+    native!(
+        StateWatch,
+        "state_watch",
+        "Wait for changes",
+        Watch,
+        ReadOnly,
+        WatchRequest,
+        WatchResult,
+        "Wait (up to timeout_seconds, default 25) for changes after `after_revision` to a key or prefix, or a lease, run or session (`kind`); returns them in order with the revision to pass next time. Instead of polling."
     ),
     text!(
         AgentCheckpointGetState,
@@ -850,6 +891,16 @@ fn object_schema<T: JsonSchema>(settings: SchemaSettings, direction: Direction) 
 ///   what the tool descriptions and the guides say (a model reads a result by its field
 ///   names); only their structure is kept. Input notes stay: they guide the call.
 fn compact(object: &mut JsonObject, direction: Direction) {
+    // The 2025-11-25 protocol schema wants every property's schema to be an object: "any
+    // value" is written `{}` rather than `true` (the same meaning).
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        for schema in properties.values_mut().filter(|s| **s == Value::Bool(true)) {
+            *schema = Value::Object(Map::new());
+        }
+    }
+    if object.get("items") == Some(&Value::Bool(true)) {
+        object.insert("items".into(), Value::Object(Map::new()));
+    }
     const RUST_FORMATS: [&str; 10] =
         ["uint", "uint8", "uint16", "uint32", "uint64", "int", "int32", "int64", "double", "float"];
     if object.get("format").and_then(Value::as_str).is_some_and(|f| RUST_FORMATS.contains(&f)) {

@@ -42,9 +42,11 @@ pub enum Space {
     SessionVersion,
     /// Store-wide events (reset).
     Store,
+    /// The record of an applied request, by its idempotency key (see `idempotency`).
+    Request,
 }
 
-const TAGS: [(Space, char); 8] = [
+const TAGS: [(Space, char); 9] = [
     (Space::Lease, 'L'),
     (Space::Claim, 'C'),
     (Space::Run, 'R'),
@@ -53,6 +55,7 @@ const TAGS: [(Space, char); 8] = [
     (Space::Session, 'H'),
     (Space::SessionVersion, 'V'),
     (Space::Store, '*'),
+    (Space::Request, 'I'),
 ];
 
 fn tag(space: Space) -> char {
@@ -106,6 +109,10 @@ pub fn session_version_prefix(session_id: &str) -> String {
 
 pub fn session_version_key(session_id: &str, version: u64) -> String {
     format!("{}{version:020}", session_version_prefix(session_id))
+}
+
+pub fn request_key(request_id: &str) -> String {
+    key(Space::Request, request_id)
 }
 
 /// Splits a stored key into its space and the identifier a person would recognise.

@@ -10,6 +10,7 @@ pub mod compat;
 pub mod cursor;
 pub mod entry;
 pub mod error;
+pub mod idempotency;
 pub mod key;
 pub mod keyspace;
 pub mod lease;

@@ -79,7 +79,7 @@ impl MemoryView {
                 }
             }
         }
-        if plan.commits() {
+        if plan.advances_revision() {
             self.revision += 1;
         }
     }

@@ -16,6 +16,11 @@ pub enum StorageError {
     Corrupt(String),
     #[error("storage failed: {0}")]
     Other(String),
+    /// A transient failure before commit (a serialization conflict, a dropped connection):
+    /// nothing was applied, and running the same transaction again may succeed. The writer
+    /// retries these itself; callers see one only when every retry failed.
+    #[error("storage is temporarily unavailable: {0}")]
+    Retryable(String),
 }
 
 /// Why a database could not be opened.
@@ -23,7 +28,12 @@ pub enum StorageError {
 #[non_exhaustive]
 pub enum OpenError {
     #[error("database {} is in use by {holder}; stop that process or pass a different --db path", path.display())]
-    InUse { path: PathBuf, holder: String },
+    InUse {
+        path: PathBuf,
+        holder: String,
+        /// The role the holder declared when it opened the file, if it left a note.
+        role: Option<String>,
+    },
     #[error("cannot create the directory for database {}: {source}", path.display())]
     CreateDir { path: PathBuf, source: std::io::Error },
     #[error("database {} was written by an incompatible version of the storage format: {message}", path.display())]
@@ -44,6 +54,10 @@ pub enum EngineError {
     Compacted { requested: u64, compacted_revision: u64 },
     #[error("the store is shutting down; retry against a running server")]
     Closed,
+    /// A watcher fell further behind the writer than the watch buffer holds. Nothing was
+    /// lost: watch again after the revision named.
+    #[error("the watch fell behind the changes and was ended; watch again with after_revision {resume_after}")]
+    WatchLagged { resume_after: u64 },
     #[error(transparent)]
     Storage(#[from] StorageError),
 }

@@ -1,17 +1,19 @@
-//! `state-store`: the engine behind every frontend.
+//! `state-store`: the engine, and the storage backends below it.
 //!
-//! [`Engine`] is the API boundary: frontends call it (directly, or by operation name through
-//! [`dispatch::call`]) and never touch a backend. Below it sit the storage trait
-//! ([`backend::Backend`]) and its implementations, the group-committing writer, history,
-//! TTL sweeping and compaction.
+//! [`Engine`] is the API boundary: `state-api` calls it, and nothing above calls a backend.
+//! Below it sit the storage contract ([`backend::Backend`]) and its implementations, the
+//! group-committing writer, history, TTL sweeping and compaction. Backend crates implement
+//! the contract and prove it with the conformance suite (feature `conformance`).
 
 pub mod backend;
-pub mod clock;
-pub mod dispatch;
-pub mod engine;
-pub mod error;
+mod clock;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+mod engine;
+mod error;
 
 pub use backend::redb::RedbBackend;
+pub use backend::{Backend, WriterExclusion};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{BatchStats, DEFAULT_HISTORY_RETENTION, Engine, EngineConfig, MaintenanceHandle};
+pub use engine::{BatchStats, DEFAULT_HISTORY_RETENTION, Engine, EngineConfig, MaintenanceHandle, Watch};
 pub use error::{EngineError, OpenError, StorageError};

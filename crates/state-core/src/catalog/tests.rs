@@ -71,3 +71,49 @@ fn schemas_carry_no_rust_type_formats() {
         assert!(!text.contains("uint64") && !text.contains("\"double\""), "{}: {text}", op.name());
     }
 }
+
+#[test]
+fn operation_ids_are_unique_and_round_trip() {
+    let mut seen = std::collections::BTreeSet::new();
+    for op in Operation::all() {
+        let id = op.id();
+        assert!(seen.insert(id.clone()), "duplicate id {id}");
+        assert_eq!(Operation::from_id(&id), Some(op), "{id}");
+    }
+    assert_eq!(Operation::from_id("sidecar/state_get"), Some(Operation::SidecarStateGet));
+    assert_eq!(Operation::from_id("native/nope"), None);
+    assert_eq!(Operation::from_id("state_get"), None);
+}
+
+#[test]
+fn every_native_mutating_tool_takes_a_request_id() {
+    for op in Operation::all().filter(|op| op.spec().profile == Profile::Native) {
+        let schema = op.spec().input_schema();
+        let has = schema.get("properties").and_then(|p| p.get("request_id")).is_some();
+        assert_eq!(has, op.is_mutating(), "{}: request_id present = {has}", op.name());
+    }
+}
+
+#[test]
+fn property_schemas_are_objects() {
+    fn check(value: &Value, path: &str) {
+        if let Some(properties) = value.get("properties").and_then(Value::as_object) {
+            for (name, schema) in properties {
+                assert!(schema.is_object(), "{path}.{name} is {schema}");
+                check(schema, &format!("{path}.{name}"));
+            }
+        }
+        if let Some(defs) = value.get("$defs").and_then(Value::as_object) {
+            for (name, schema) in defs {
+                check(schema, &format!("{path}.$defs.{name}"));
+            }
+        }
+    }
+    for op in Operation::all() {
+        let spec = op.spec();
+        check(&Value::Object(spec.input_schema()), spec.name);
+        if let Some(output) = spec.output_schema() {
+            check(&Value::Object(output), spec.name);
+        }
+    }
+}

@@ -26,4 +26,40 @@ pub struct HealthResult {
     pub compacted_revision: u64,
     /// Version of the server software.
     pub server_version: String,
+    /// The process that holds the database and serves every client of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<OwnerInfo>,
+    /// Group commit since the engine started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<WriteStats>,
+}
+
+/// How the engine's writes have been batched and committed since it started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WriteStats {
+    /// Write transactions run.
+    pub batches: u64,
+    /// Write requests they carried.
+    pub requests: u64,
+    /// Transactions that changed something and committed (one fsync each).
+    pub commits: u64,
+    pub largest_batch: u64,
+    /// Seconds spent committing (mostly fsync).
+    pub commit_seconds: f64,
+    /// Batches retried after a transient storage failure.
+    pub retries: u64,
+}
+
+/// The process that holds a database: an owner shared by every process on it, or one
+/// process alone (standalone).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OwnerInfo {
+    pub pid: u32,
+    /// `owner` (shared) or `standalone`.
+    pub mode: String,
+    /// Processes connected to the owner now.
+    pub clients: u64,
+    /// Where the owner logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<String>,
 }

@@ -53,7 +53,8 @@ impl HistoryKind {
             Space::Lease => HistoryKind::Lease,
             Space::Claim | Space::Run | Space::Step | Space::Queue => HistoryKind::Workflow,
             Space::Session | Space::SessionVersion => HistoryKind::Session,
-            Space::Store => HistoryKind::Store,
+            // Request records leave no events; if one ever did, it would be store bookkeeping.
+            Space::Store | Space::Request => HistoryKind::Store,
         }
     }
 

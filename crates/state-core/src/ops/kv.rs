@@ -140,6 +140,9 @@ pub struct SetRequest {
     /// Your fencing token for `lease`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<u64>,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl SetRequest {
@@ -165,6 +168,7 @@ impl SetRequest {
             agent_id: None,
             lease: None,
             token: None,
+            request_id: None,
         }
     }
 }
@@ -221,6 +225,9 @@ pub struct DeleteRequest {
     pub lease: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<u64>,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl DeleteRequest {

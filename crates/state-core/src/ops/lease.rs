@@ -17,6 +17,9 @@ pub struct AcquireRequest {
     pub holder_id: String,
     /// Seconds until the lease expires unless renewed.
     pub ttl_seconds: f64,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl AcquireRequest {
@@ -63,6 +66,9 @@ pub struct RenewRequest {
     pub token: u64,
     /// New lifetime in seconds, from now.
     pub ttl_seconds: f64,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl RenewRequest {
@@ -80,6 +86,9 @@ pub struct ReleaseRequest {
     pub resource_id: String,
     pub holder_id: String,
     pub token: u64,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl ReleaseRequest {

@@ -9,10 +9,29 @@ pub mod kv;
 pub mod lease;
 pub mod session;
 pub mod txn;
+pub mod watch;
 pub mod workflow;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
+
+crate::idempotency::mutating!(
+    kv::SetRequest => "state_set",
+    kv::DeleteRequest => "state_delete",
+    txn::TxnRequest => "state_txn",
+    lease::AcquireRequest => "lease_acquire",
+    lease::RenewRequest => "lease_renew",
+    lease::ReleaseRequest => "lease_release",
+    workflow::CreateRunRequest => "workflow_create",
+    workflow::ClaimRequest => "workflow_claim",
+    workflow::CheckpointRequest => "workflow_checkpoint",
+    workflow::HeartbeatRequest => "workflow_heartbeat",
+    workflow::CompleteRequest => "workflow_complete",
+    workflow::FailRequest => "workflow_fail",
+    workflow::CancelRequest => "workflow_cancel",
+    session::SessionSaveRequest => "session_save",
+    admin::ResetRequest => "state_reset",
+);
 
 /// A request that reads a page at a time: `limit` and an opaque `cursor`.
 pub trait Paged {

@@ -18,6 +18,9 @@ pub struct SessionSaveRequest {
     pub context: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl SessionSaveRequest {

@@ -201,6 +201,9 @@ pub struct TxnRequest {
     pub lease: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<u64>,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl TxnRequest {

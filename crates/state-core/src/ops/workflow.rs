@@ -71,6 +71,9 @@ pub struct CreateRunRequest {
     pub max_attempts: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl CreateRunRequest {
@@ -123,6 +126,9 @@ pub struct ClaimRequest {
     /// Only runs with this name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl ClaimRequest {
@@ -196,6 +202,9 @@ pub struct CheckpointRequest {
     pub step: u64,
     #[serde(default)]
     pub output: Value,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl CheckpointRequest {
@@ -252,6 +261,9 @@ pub struct HeartbeatRequest {
     /// New claim lifetime in seconds from now (default 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_ttl_seconds: Option<f64>,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl HeartbeatRequest {
@@ -291,6 +303,9 @@ pub struct CompleteRequest {
     pub token: u64,
     #[serde(default)]
     pub result: Value,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl CompleteRequest {
@@ -313,6 +328,9 @@ pub struct FailRequest {
     /// Default true: try again (another claim) while attempts remain.
     #[serde(default = "yes")]
     pub retryable: bool,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 fn yes() -> bool {
@@ -353,6 +371,9 @@ pub struct CancelRequest {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl CancelRequest {

@@ -47,8 +47,16 @@ pub struct Plan<T> {
 }
 
 impl<T> Plan<T> {
+    /// Whether applying it changes anything stored.
     pub fn commits(&self) -> bool {
         !self.events.is_empty() || !self.mutations.is_empty()
+    }
+
+    /// Whether it takes the next revision. Every change a client can see is a history event,
+    /// so a plan with events advances the revision; one that only maintains the store's own
+    /// bookkeeping (sweeping expired request records) commits without consuming a revision.
+    pub fn advances_revision(&self) -> bool {
+        !self.events.is_empty()
     }
 
     pub(crate) fn unchanged(outcome: T) -> Plan<T> {
@@ -189,11 +197,12 @@ impl<'a> Changes<'a> {
         self.mutations.push(Mutation::Delete(expired.key.clone()));
     }
 
-    /// Records that an entry expired. Claims stay silent: the run's own transition says it.
+    /// Records that an entry expired. Claims stay silent (the run's own transition says it),
+    /// and so do request records (bookkeeping, not state anyone changed).
     fn record_expiry(&mut self, expired: &Entry) {
         let action = match keyspace::classify(&expired.key).0 {
             Space::Lease => Some(Action::LeaseExpire),
-            Space::Claim => return,
+            Space::Claim | Space::Request => return,
             _ => None,
         };
         self.events.push(Event {

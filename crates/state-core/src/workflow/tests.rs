@@ -11,6 +11,7 @@ const TTL: Option<u64> = Some(1_000);
 
 fn create(sim: &mut Sim, name: &str, tags: &[(&str, &str)], max_attempts: u32) -> String {
     let req = CreateRunRequest {
+        request_id: None,
         name: name.into(),
         tags: tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         input: json!({"job": name}),

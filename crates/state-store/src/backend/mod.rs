@@ -1,7 +1,21 @@
 //! The storage trait every backend implements. It speaks in domain records (entries, events),
 //! not bytes; the engine above it owns ordering, batching and the rules.
 //!
-//! Every backend must pass the conformance suite in `tests/it/conformance.rs`.
+//! Every backend must pass the conformance suite (`state_store::conformance`, feature
+//! `conformance`): a backend crate runs it with `state_store::conformance_suite!(factory)`.
+//!
+//! # The contract
+//!
+//! - **One writer at a time, everywhere.** Revisions and fencing tokens are unique only if
+//!   exactly one write transaction commits at a time across every process that uses the
+//!   database. The engine runs one write transaction at a time in its process;
+//!   [`Backend::writer_exclusion`] says what keeps other processes out.
+//! - **Durable before acknowledged.** [`WriteTxn::commit`] returns only once the changes would
+//!   survive a crash or a power cut.
+//! - **Snapshots.** A [`ReadTxn`] sees one committed state, unaffected by later commits.
+//! - **Errors are domain errors.** A backend turns its own errors into [`StorageError`]; a
+//!   failure before commit that is worth retrying (a serialization conflict, a dropped
+//!   connection) is [`StorageError::Retryable`], and the writer retries the whole batch.
 
 pub mod redb;
 
@@ -12,12 +26,34 @@ use state_core::{Entry, Event, UnixMillis};
 
 use crate::error::StorageError;
 
+/// What keeps a second writer out of a database, so that revisions stay gapless and unique.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriterExclusion {
+    /// One process holds the database at a time (redb locks its file), and the engine's
+    /// single writer thread runs one write transaction at a time inside it. Other processes
+    /// reach the database through its owner.
+    Process,
+    /// The database serialises write transactions itself (for example a row lock on the
+    /// revision counter, taken first in every write transaction), so engines in several
+    /// processes may share it.
+    Database,
+}
+
 pub trait Backend: Send + Sync + 'static {
     /// Short name shown in health output, e.g. "redb".
     fn kind(&self) -> &'static str;
+    /// Who excludes concurrent writers (see the module docs).
+    fn writer_exclusion(&self) -> WriterExclusion;
+    /// Whether a point read (one key, a handful of lookups) is cheap enough to run inline on
+    /// an async worker. True for an embedded store whose reads hit a page cache; false where a
+    /// read may wait on a network round trip, so the engine moves it to the blocking pool.
+    fn inline_point_reads(&self) -> bool {
+        false
+    }
     /// A consistent snapshot for reading.
     fn begin_read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError>;
-    /// The single write transaction. The engine never holds two at once.
+    /// The write transaction. The engine never holds two at once; see
+    /// [`Backend::writer_exclusion`] for other processes.
     fn begin_write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError>;
     /// Bytes the database occupies, if it lives in a file.
     fn size_on_disk(&self) -> Option<u64>;
@@ -70,6 +106,7 @@ pub trait WriteTxn: ReadTxn {
     /// Removes history through revision `through`, whole revisions at a time, stopping once
     /// about `limit` events are gone. Returns the new compacted revision.
     fn compact(&mut self, through: u64, limit: usize) -> Result<u64, StorageError>;
-    /// Makes everything durable; only then may the engine acknowledge.
+    /// Makes everything durable; only then may the engine acknowledge. Dropping a write
+    /// transaction without committing it aborts it.
     fn commit(self: Box<Self>) -> Result<(), StorageError>;
 }

@@ -5,19 +5,33 @@
 //! stragglers), applies each command in queue order inside one transaction so each sees the
 //! effects of the ones before it, commits once (one fsync), and only then answers every
 //! command. Nothing is acknowledged or visible before it is durable.
+//!
+//! A batch that fails with a retryable storage error is staged again from the start: commands
+//! are re-runnable (their plans are `Fn`), and nothing of a failed attempt was applied.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use state_core::Event;
+use state_core::idempotency::{self, Once, Seen};
+use state_core::ops::history::KeyFilter;
 use state_core::plan::{Mutation, Plan, WriteContext};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::view::TxnView;
-use crate::backend::{Backend, ReadTxn, WriteTxn};
+use super::watch::Committed;
+use crate::backend::{Backend, Order, ReadTxn, WriteTxn};
 use crate::clock::Clock;
 use crate::error::{EngineError, StorageError};
 
 pub(super) type Reply<T> = oneshot::Sender<Result<T, EngineError>>;
+
+/// How often a batch that failed with a retryable error is staged again, and the first pause.
+const RETRIES: u32 = 6;
+const FIRST_BACKOFF: Duration = Duration::from_millis(2);
 
 /// What a command did inside the batch's transaction.
 #[derive(Debug, Clone, Copy, Default)]
@@ -28,44 +42,110 @@ pub(super) struct Applied {
     pub(super) touched: bool,
 }
 
-/// One queued write. Applied inside the batch transaction, answered after the batch's commit.
+impl Applied {
+    const NOTHING: Applied = Applied { advances_revision: false, touched: false };
+}
+
+/// One queued write. Applied inside the batch transaction (possibly more than once, if the
+/// batch is retried), answered after the batch's commit.
 pub(super) trait Command: Send {
-    fn apply(&mut self, txn: &mut dyn WriteTxn, ctx: &WriteContext) -> Result<Applied, StorageError>;
+    /// Applies the command; when `feed` is given, the events it committed are added to it.
+    fn apply(
+        &mut self,
+        txn: &mut dyn WriteTxn,
+        ctx: &WriteContext,
+        feed: Option<&mut Vec<Event>>,
+    ) -> Result<Applied, StorageError>;
     fn answer(self: Box<Self>, failure: Option<&StorageError>);
+}
+
+/// A request's idempotency key and how long its record is kept.
+pub(super) struct Idempotency {
+    pub(super) once: Option<Once>,
+    pub(super) window_millis: u64,
+}
+
+impl Idempotency {
+    /// The recorded outcome of an earlier identical request, or a refusal of a reused id;
+    /// `None` when the command should run.
+    fn earlier<T: DeserializeOwned>(
+        &self,
+        txn: &dyn ReadTxn,
+        ctx: &WriteContext,
+    ) -> Result<Option<Result<T, EngineError>>, StorageError> {
+        let Some(once) = &self.once else { return Ok(None) };
+        Ok(match idempotency::seen(&TxnView(txn), once, ctx.now)? {
+            Seen::New => None,
+            Seen::Reused(invalid) => Some(Err(invalid.into())),
+            Seen::Replay(recorded) => Some(serde_json::from_value(recorded).map_err(|e| {
+                StorageError::Corrupt(format!(
+                    "the recorded result of request `{}` does not decode: {e}",
+                    once.request_id
+                ))
+                .into()
+            })),
+        })
+    }
+
+    /// The record that answers a retry of this request with `outcome`, if it has an id.
+    fn record<T: Serialize>(&self, outcome: &T, ctx: &WriteContext) -> Result<Option<Mutation>, StorageError> {
+        let Some(once) = &self.once else { return Ok(None) };
+        let result = serde_json::to_value(outcome)
+            .map_err(|e| StorageError::Other(format!("internal error: cannot record a result: {e}")))?;
+        Ok(Some(idempotency::record(once, result, ctx, self.window_millis)))
+    }
 }
 
 /// A command whose rules live in a core planner: `plan` reads through a view of the batch's
 /// transaction and returns the outcome with the exact changes to apply.
 pub(super) struct Planned<T, F> {
-    plan: Option<F>,
-    outcome: Option<T>,
+    plan: F,
+    idempotency: Idempotency,
+    outcome: Option<Result<T, EngineError>>,
     reply: Reply<T>,
 }
 
 impl<T, F> Planned<T, F>
 where
-    T: Send + 'static,
-    F: FnOnce(&TxnView<'_>, &WriteContext) -> Result<Plan<T>, StorageError> + Send + 'static,
+    T: Serialize + DeserializeOwned + Send + 'static,
+    F: Fn(&TxnView<'_>, &WriteContext) -> Result<Plan<T>, StorageError> + Send + 'static,
 {
-    pub(super) fn boxed(plan: F, reply: Reply<T>) -> Box<dyn Command> {
-        Box::new(Planned { plan: Some(plan), outcome: None, reply })
+    pub(super) fn boxed(plan: F, idempotency: Idempotency, reply: Reply<T>) -> Box<dyn Command> {
+        Box::new(Planned { plan, idempotency, outcome: None, reply })
     }
 }
 
 impl<T, F> Command for Planned<T, F>
 where
-    T: Send,
-    F: FnOnce(&TxnView<'_>, &WriteContext) -> Result<Plan<T>, StorageError> + Send,
+    T: Serialize + DeserializeOwned + Send,
+    F: Fn(&TxnView<'_>, &WriteContext) -> Result<Plan<T>, StorageError> + Send,
 {
-    fn apply(&mut self, txn: &mut dyn WriteTxn, ctx: &WriteContext) -> Result<Applied, StorageError> {
-        let plan =
-            self.plan.take().ok_or_else(|| StorageError::Other("internal error: command applied twice".into()))?;
+    fn apply(
+        &mut self,
+        txn: &mut dyn WriteTxn,
+        ctx: &WriteContext,
+        feed: Option<&mut Vec<Event>>,
+    ) -> Result<Applied, StorageError> {
+        if let Some(earlier) = self.idempotency.earlier(&*txn, ctx)? {
+            self.outcome = Some(earlier);
+            return Ok(Applied::NOTHING);
+        }
         let read: &dyn ReadTxn = &*txn;
-        let plan = plan(&TxnView(read), ctx)?;
-        let commits = plan.commits();
+        let mut plan = (self.plan)(&TxnView(read), ctx)?;
+        // Only a request that changed something is recorded: one that changed nothing can be
+        // evaluated again on retry without applying anything twice.
+        if plan.advances_revision()
+            && let Some(record) = self.idempotency.record(&plan.outcome, ctx)?
+        {
+            plan.mutations.push(record);
+        }
+        let applied = Applied { advances_revision: plan.advances_revision(), touched: plan.commits() };
         apply_plan(txn, &plan)?;
-        self.outcome = Some(plan.outcome);
-        Ok(Applied { advances_revision: commits, touched: commits })
+        if let Some(feed) = feed {
+            feed.extend(plan.events.iter().cloned());
+        }
+        self.outcome = Some(Ok(plan.outcome));
+        Ok(applied)
     }
 
     fn answer(self: Box<Self>, failure: Option<&StorageError>) {
@@ -75,30 +155,54 @@ where
 
 /// A command that works on the transaction directly (compaction, reset).
 pub(super) struct Raw<T, F> {
-    run: Option<F>,
-    outcome: Option<T>,
+    run: F,
+    idempotency: Idempotency,
+    outcome: Option<Result<T, EngineError>>,
     reply: Reply<T>,
 }
 
 impl<T, F> Raw<T, F>
 where
-    T: Send + 'static,
-    F: FnOnce(&mut dyn WriteTxn, &WriteContext) -> Result<(T, Applied), StorageError> + Send + 'static,
+    T: Serialize + DeserializeOwned + Send + 'static,
+    F: Fn(&mut dyn WriteTxn, &WriteContext) -> Result<(T, Applied), StorageError> + Send + 'static,
 {
-    pub(super) fn boxed(run: F, reply: Reply<T>) -> Box<dyn Command> {
-        Box::new(Raw { run: Some(run), outcome: None, reply })
+    pub(super) fn boxed(run: F, idempotency: Idempotency, reply: Reply<T>) -> Box<dyn Command> {
+        Box::new(Raw { run, idempotency, outcome: None, reply })
     }
 }
 
 impl<T, F> Command for Raw<T, F>
 where
-    T: Send,
-    F: FnOnce(&mut dyn WriteTxn, &WriteContext) -> Result<(T, Applied), StorageError> + Send,
+    T: Serialize + DeserializeOwned + Send,
+    F: Fn(&mut dyn WriteTxn, &WriteContext) -> Result<(T, Applied), StorageError> + Send,
 {
-    fn apply(&mut self, txn: &mut dyn WriteTxn, ctx: &WriteContext) -> Result<Applied, StorageError> {
-        let run = self.run.take().ok_or_else(|| StorageError::Other("internal error: command applied twice".into()))?;
-        let (outcome, applied) = run(txn, ctx)?;
-        self.outcome = Some(outcome);
+    fn apply(
+        &mut self,
+        txn: &mut dyn WriteTxn,
+        ctx: &WriteContext,
+        feed: Option<&mut Vec<Event>>,
+    ) -> Result<Applied, StorageError> {
+        if let Some(earlier) = self.idempotency.earlier(&*txn, ctx)? {
+            self.outcome = Some(earlier);
+            return Ok(Applied::NOTHING);
+        }
+        let (outcome, applied) = (self.run)(txn, ctx)?;
+        if applied.advances_revision
+            && let Some(feed) = feed
+        {
+            // A raw command appends its events itself: read them back from the transaction.
+            let revision = ctx.next_revision();
+            txn.history(&KeyFilter::All, revision..=revision, Order::Ascending, &mut |event| {
+                feed.push(event);
+                true
+            })?;
+        }
+        if applied.advances_revision
+            && let Some(Mutation::Put(record)) = self.idempotency.record(&outcome, ctx)?
+        {
+            txn.put(&record)?;
+        }
+        self.outcome = Some(Ok(outcome));
         Ok(applied)
     }
 
@@ -108,10 +212,10 @@ where
 }
 
 /// Answers a caller once its batch's fate is known.
-fn answer<T>(reply: Reply<T>, failure: Option<&StorageError>, outcome: Option<T>) {
+fn answer<T>(reply: Reply<T>, failure: Option<&StorageError>, outcome: Option<Result<T, EngineError>>) {
     let result = match (failure, outcome) {
         (Some(error), _) => Err(error.clone().into()),
-        (None, Some(outcome)) => Ok(outcome),
+        (None, Some(outcome)) => outcome,
         (None, None) => Err(StorageError::Other("internal error: command never applied".into()).into()),
     };
     // A caller that stopped waiting (dropped its receiver) needs no answer.
@@ -137,10 +241,13 @@ pub(super) struct WriterStats {
     batches: AtomicU64,
     commands: AtomicU64,
     largest: AtomicU64,
+    retries: AtomicU64,
+    commits: AtomicU64,
+    commit_nanos: AtomicU64,
 }
 
 /// A snapshot of the writer's batching so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct BatchStats {
     /// Write transactions the writer ran (one fsync each when something changed).
     pub batches: u64,
@@ -148,6 +255,12 @@ pub struct BatchStats {
     pub commands: u64,
     /// The most commands one transaction carried.
     pub largest: u64,
+    /// Batches staged again after a retryable storage error.
+    pub retries: u64,
+    /// Batches that changed something and so committed (one fsync each).
+    pub commits: u64,
+    /// Time spent in those commits (mostly the fsync), in seconds.
+    pub commit_seconds: f64,
 }
 
 impl BatchStats {
@@ -168,6 +281,9 @@ impl WriterStats {
             batches: self.batches.load(Ordering::Relaxed),
             commands: self.commands.load(Ordering::Relaxed),
             largest: self.largest.load(Ordering::Relaxed),
+            retries: self.retries.load(Ordering::Relaxed),
+            commits: self.commits.load(Ordering::Relaxed),
+            commit_seconds: self.commit_nanos.load(Ordering::Relaxed) as f64 / 1e9,
         }
     }
 }
@@ -178,6 +294,7 @@ pub(super) fn run(
     mut queue: mpsc::Receiver<Box<dyn Command>>,
     max_batch: usize,
     stats: Arc<WriterStats>,
+    feed: broadcast::Sender<Arc<Committed>>,
 ) {
     let mut batch: Vec<Box<dyn Command>> = Vec::with_capacity(max_batch);
     while let Some(first) = queue.blocking_recv() {
@@ -189,7 +306,7 @@ pub(super) fn run(
             }
         }
         stats.record(batch.len());
-        let failure = stage_and_commit(&*backend, clock.now(), &mut batch).err();
+        let failure = commit_with_retries(&*backend, &*clock, &mut batch, &stats, &feed).err();
         if let Some(error) = &failure {
             tracing::error!(%error, commands = batch.len(), "write batch failed; nothing in it was applied");
         }
@@ -200,18 +317,57 @@ pub(super) fn run(
     tracing::debug!("write queue closed; writer stopping");
 }
 
+/// Stages and commits a batch, staging it again after a retryable error. Each attempt plans
+/// against the state the backend has then, so a retried batch decides afresh.
+fn commit_with_retries(
+    backend: &dyn Backend,
+    clock: &dyn Clock,
+    batch: &mut [Box<dyn Command>],
+    stats: &WriterStats,
+    feed: &broadcast::Sender<Arc<Committed>>,
+) -> Result<(), StorageError> {
+    let mut backoff = FIRST_BACKOFF;
+    let mut attempt = 1;
+    loop {
+        // Events are copied for watchers only while there are any; a watcher that arrives
+        // meanwhile reads this batch from history instead.
+        let mut events = (feed.receiver_count() > 0).then(Vec::new);
+        match stage_and_commit(backend, clock.now(), batch, stats, events.as_mut()) {
+            Ok(Some((first, last))) => {
+                // No receiver is not an error: nobody is watching.
+                let _ = feed.send(Arc::new(Committed { first, last, events }));
+                return Ok(());
+            }
+            Ok(None) => return Ok(()),
+            Err(StorageError::Retryable(reason)) if attempt < RETRIES => {
+                tracing::warn!(%reason, attempt, commands = batch.len(), "write batch hit a transient failure; retrying");
+                stats.retries.fetch_add(1, Ordering::Relaxed);
+                // The writer thread has nothing else to do until this batch is settled.
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_millis(200));
+                attempt += 1;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// Stages the batch in one transaction and commits it. Returns the revisions it committed
+/// (first and last), or `None` if it committed none.
 fn stage_and_commit(
     backend: &dyn Backend,
     now: state_core::UnixMillis,
     batch: &mut [Box<dyn Command>],
-) -> Result<(), StorageError> {
+    stats: &WriterStats,
+    mut feed: Option<&mut Vec<Event>>,
+) -> Result<Option<(u64, u64)>, StorageError> {
     let mut txn = backend.begin_write()?;
     let start = txn.revision()?;
     let mut revision = start;
     let mut touched = false;
     for command in batch.iter_mut() {
         let ctx = WriteContext { now, revision };
-        let applied = command.apply(&mut *txn, &ctx)?;
+        let applied = command.apply(&mut *txn, &ctx, feed.as_deref_mut())?;
         if applied.advances_revision {
             revision += 1;
         }
@@ -222,5 +378,12 @@ fn stage_and_commit(
     }
     // A batch of pure conflicts or no-ops changed nothing: dropping the transaction aborts it
     // and skips an fsync.
-    if touched { txn.commit() } else { Ok(()) }
+    if !touched {
+        return Ok(None);
+    }
+    let started = std::time::Instant::now();
+    txn.commit()?;
+    stats.commits.fetch_add(1, Ordering::Relaxed);
+    stats.commit_nanos.fetch_add(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    Ok((revision != start).then_some((start + 1, revision)))
 }

@@ -3,11 +3,11 @@
 use serde_json::json;
 use state_core::ops::WriteStatus;
 
-use crate::support::{Kind, Store, counter, history_since};
+use crate::support::{Store, counter, history_since};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_read_cas_loops_lose_no_update() {
-    let store = std::sync::Arc::new(Store::new(Kind::RedbFile));
+    let store = std::sync::Arc::new(Store::new(&crate::support::redb_file));
     store.set("counter", counter(0)).await;
     const WORKERS: u64 = 16;
     const INCREMENTS: u64 = 40;
@@ -54,7 +54,7 @@ async fn concurrent_read_cas_loops_lose_no_update() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_only_race_has_exactly_one_winner() {
-    let store = std::sync::Arc::new(Store::new(Kind::RedbMemory));
+    let store = std::sync::Arc::new(Store::new(&crate::support::redb_memory));
     let mut tasks = Vec::new();
     for worker in 0..32 {
         let store = store.clone();
@@ -76,7 +76,7 @@ async fn create_only_race_has_exactly_one_winner() {
 /// other tasks run (regression: such a loop once starved the runtime).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_loops_do_not_starve_the_runtime() {
-    let store = std::sync::Arc::new(Store::new(Kind::RedbMemory));
+    let store = std::sync::Arc::new(Store::new(&crate::support::redb_memory));
     store.set("k", json!(1)).await;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut readers = Vec::new();

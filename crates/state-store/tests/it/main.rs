@@ -5,8 +5,19 @@
 #![allow(clippy::unwrap_used)]
 
 mod concurrency;
-mod conformance;
 mod model;
 mod redb_file;
+mod retry;
 mod support;
+mod watch;
 mod workflow_drain;
+
+/// The backend conformance suite, once per backend this crate ships.
+mod conformance {
+    mod redb_memory {
+        state_store::conformance_suite!(crate::support::redb_memory);
+    }
+    mod redb_file {
+        state_store::conformance_suite!(crate::support::redb_file);
+    }
+}

@@ -8,7 +8,7 @@ use serde_json::json;
 use state_core::ops::kv::{DeleteRequest, GetRequest, ListRequest, SetRequest};
 use state_core::ops::{DeleteStatus, ReadStatus, WriteStatus};
 
-use crate::support::{Kind, Store, txn};
+use crate::support::{Store, txn};
 
 const KEYS: [&str; 3] = ["a", "b", "c"];
 
@@ -87,7 +87,7 @@ impl Model {
 }
 
 async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let store = Store::new(Kind::RedbMemory);
+    let store = Store::new(&crate::support::redb_memory);
     let start = store.clock.now_millis();
     let mut model = Model::default();
     for (step, op) in ops.into_iter().enumerate() {

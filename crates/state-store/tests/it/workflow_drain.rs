@@ -14,7 +14,7 @@ use state_core::ops::history::{HistoryKind, HistoryOp, HistoryRequest};
 use state_core::ops::workflow::*;
 use tokio::sync::Mutex;
 
-use crate::support::{Kind, Store};
+use crate::support::Store;
 
 const RUNS: usize = 500;
 const WORKERS: usize = 16;
@@ -55,10 +55,11 @@ struct Tally {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixteen_workers_drain_runs_through_crashes() {
-    let store = Arc::new(Store::new(Kind::RedbFile));
+    let store = Arc::new(Store::new(&crate::support::redb_file));
     let mut runs = BTreeSet::new();
     for i in 0..RUNS {
         let req = CreateRunRequest {
+            request_id: None,
             name: "drain".into(),
             tags: Default::default(),
             input: json!(i),
@@ -129,6 +130,7 @@ async fn sixteen_workers_drain_runs_through_crashes() {
     assert!(!zombies.is_empty(), "no worker crashed: the test proved nothing about reclaiming");
     for z in &zombies {
         let late = CheckpointRequest {
+            request_id: None,
             run_id: z.run_id.clone(),
             agent_id: z.agent.clone(),
             token: z.token,
@@ -137,6 +139,7 @@ async fn sixteen_workers_drain_runs_through_crashes() {
         };
         assert_eq!(store.engine.workflow_checkpoint(late).await.unwrap().status, CheckpointStatus::Fenced);
         let finish = CompleteRequest {
+            request_id: None,
             run_id: z.run_id.clone(),
             agent_id: z.agent.clone(),
             token: z.token,
@@ -162,6 +165,7 @@ async fn work(w: usize, store: &Store, tally: &Tally, done: &AtomicBool) {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (w as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
     while !done.load(Ordering::Relaxed) {
         let claim = ClaimRequest {
+            request_id: None,
             agent_id: agent.clone(),
             lease_ttl_seconds: Some(1.0),
             run_id: None,
@@ -200,12 +204,14 @@ async fn work(w: usize, store: &Store, tally: &Tally, done: &AtomicBool) {
                 break;
             }
             let beat = HeartbeatRequest {
+                request_id: None,
                 run_id: run_id.clone(),
                 agent_id: agent.clone(),
                 token,
                 lease_ttl_seconds: Some(1.0),
             };
             let checkpoint = CheckpointRequest {
+                request_id: None,
                 run_id: run_id.clone(),
                 agent_id: agent.clone(),
                 token,
@@ -224,7 +230,13 @@ async fn work(w: usize, store: &Store, tally: &Tally, done: &AtomicBool) {
         if abandoned {
             continue;
         }
-        let finish = CompleteRequest { run_id: run_id.clone(), agent_id: agent.clone(), token, result: json!(w) };
+        let finish = CompleteRequest {
+            request_id: None,
+            run_id: run_id.clone(),
+            agent_id: agent.clone(),
+            token,
+            result: json!(w),
+        };
         match store.engine.workflow_complete(finish).await.unwrap().status {
             HolderStatus::Ok => {
                 let fresh = tally.completed.lock().await.insert(run_id.clone());

@@ -12,6 +12,10 @@ struct HolderNote {
     pid: u32,
     program: String,
     since: String,
+    /// How the holder uses the database, e.g. "owner" (it serves other processes) or
+    /// "standalone" (it does not). Absent in notes written before roles existed.
+    #[serde(default)]
+    role: Option<String>,
 }
 
 /// The note written by the process holding the database; removed when it closes.
@@ -29,14 +33,19 @@ pub(super) fn note_path(db_path: &Path) -> PathBuf {
 impl Holder {
     /// Records this process as the holder. Best effort: a read-only directory only costs the
     /// nicer message, never the open.
-    pub(super) fn record(db_path: &Path) -> Holder {
+    pub(super) fn record(db_path: &Path, role: &str) -> Holder {
         let note_path = note_path(db_path);
         let program = std::env::args().next().map_or_else(
             || "unknown".to_owned(),
             |arg0| Path::new(&arg0).file_name().map_or(arg0.clone(), |n| n.to_string_lossy().into_owned()),
         );
         let since = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        let note = HolderNote { pid: std::process::id(), program, since: UnixMillis(since).to_rfc3339() };
+        let note = HolderNote {
+            pid: std::process::id(),
+            program,
+            since: UnixMillis(since).to_rfc3339(),
+            role: Some(role.to_owned()),
+        };
         if let Ok(text) = serde_json::to_string(&note) {
             let tmp = note_path.with_extension("holder.tmp");
             if std::fs::write(&tmp, text).is_ok() {
@@ -46,16 +55,28 @@ impl Holder {
         Holder { note_path }
     }
 
-    /// Describes the holder of a locked database for an error message.
-    pub(super) fn describe(db_path: &Path) -> String {
-        std::fs::read_to_string(note_path(db_path))
+    /// Describes the holder of a locked database for an error message, with its role.
+    pub(super) fn describe(db_path: &Path) -> (String, Option<String>) {
+        let note = std::fs::read_to_string(note_path(db_path))
             .ok()
             .and_then(|text| serde_json::from_str::<HolderNote>(&text).ok())
-            .map_or_else(
-                || "another process".to_owned(),
-                |note| format!("{} (pid {}, running since {})", note.program, note.pid, note.since),
-            )
+            // A note left by a process that was killed describes nobody: the real holder has
+            // the lock but has not written its own note yet.
+            .filter(|note| alive(note.pid));
+        match note {
+            Some(note) => {
+                let role = note.role.as_deref().map(|r| format!("{r}, ")).unwrap_or_default();
+                (format!("{} ({role}pid {}, running since {})", note.program, note.pid, note.since), note.role)
+            }
+            None => ("another process".to_owned(), None),
+        }
     }
+}
+
+/// Whether a process exists, where the system can tell (Linux's /proc); assumed so elsewhere.
+fn alive(pid: u32) -> bool {
+    let proc = Path::new("/proc");
+    !proc.join("self").exists() || proc.join(pid.to_string()).exists()
 }
 
 impl Drop for Holder {

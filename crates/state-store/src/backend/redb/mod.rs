@@ -26,7 +26,7 @@ use state_core::ops::history::KeyFilter;
 use state_core::{Entry, Event, UnixMillis};
 
 use self::holder::Holder;
-use super::{Backend, Order, ReadTxn, WriteTxn};
+use super::{Backend, Order, ReadTxn, WriteTxn, WriterExclusion};
 use crate::error::{OpenError, StorageError};
 
 const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
@@ -54,12 +54,19 @@ impl RedbBackend {
     /// Opens or creates the database file, creating parent directories as needed. Fails at
     /// once, naming the holder, if another process has it open.
     pub fn open(path: &Path) -> Result<RedbBackend, OpenError> {
+        RedbBackend::open_as(path, "standalone")
+    }
+
+    /// Like [`RedbBackend::open`], recording `role` (e.g. "owner") in the note that tells a
+    /// process refused by the file lock who holds it and whether it shares the database.
+    pub fn open_as(path: &Path, role: &str) -> Result<RedbBackend, OpenError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| OpenError::CreateDir { path: path.to_owned(), source })?;
         }
         let db = redb::Builder::new().set_cache_size(CACHE_BYTES).create(path).map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => {
-                OpenError::InUse { path: path.to_owned(), holder: Holder::describe(path) }
+                let (holder, role) = Holder::describe(path);
+                OpenError::InUse { path: path.to_owned(), holder, role }
             }
             redb::DatabaseError::UpgradeRequired(v) => OpenError::Incompatible {
                 path: path.to_owned(),
@@ -67,7 +74,7 @@ impl RedbBackend {
             },
             other => OpenError::Storage { path: path.to_owned(), source: storage(other) },
         })?;
-        let holder = Holder::record(path);
+        let holder = Holder::record(path, role);
         let backend = RedbBackend { db, path: Some(path.to_owned()), _holder: Some(holder) };
         backend.initialize().map_err(|source| match source {
             StorageError::Corrupt(message) => OpenError::Incompatible { path: path.to_owned(), message },
@@ -114,6 +121,16 @@ impl RedbBackend {
 impl Backend for RedbBackend {
     fn kind(&self) -> &'static str {
         "redb"
+    }
+
+    /// redb locks its file: one process at a time.
+    fn writer_exclusion(&self) -> WriterExclusion {
+        WriterExclusion::Process
+    }
+
+    /// Point reads are B-tree lookups in redb's page cache: microseconds.
+    fn inline_point_reads(&self) -> bool {
+        true
     }
 
     fn begin_read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {

@@ -1,47 +1,17 @@
-//! The story every storage backend must tell the same way. Each test runs once per backend.
+//! The stories every storage backend must tell the same way, each a public async function
+//! over a [`BackendFactory`]; [`crate::conformance_suite!`] turns them into tests.
 
 use serde_json::json;
 use state_core::ops::history::HistoryOp;
 use state_core::ops::history::HistoryRequest;
 use state_core::ops::kv::{BatchGetRequest, DeleteRequest, GetRequest, ListRequest, SetRequest};
 use state_core::ops::{DeleteStatus, ReadStatus, WriteStatus};
-use state_store::{EngineConfig, EngineError};
 
-use crate::support::{Kind, Store, T0, counter, history_since, set_req, txn};
+use super::{BackendFactory, Store, counter, history_since, lease, set_req, txn};
+use crate::{EngineConfig, EngineError};
 
-macro_rules! for_each_backend {
-    ($($test:ident),* $(,)?) => {
-        mod redb_memory {
-            $(#[tokio::test] async fn $test() { super::$test(crate::support::Kind::RedbMemory).await })*
-        }
-        mod redb_file {
-            $(#[tokio::test] async fn $test() { super::$test(crate::support::Kind::RedbFile).await })*
-        }
-    };
-}
-
-for_each_backend!(
-    versions_and_revisions,
-    conditional_writes,
-    delete_and_recreate,
-    ttl_expiry,
-    transactions_are_all_or_nothing,
-    history_and_reads_in_the_past,
-    compaction,
-    listing,
-    batch_reads,
-    bad_input_changes_nothing,
-    health_reports_the_store,
-    leases_and_fenced_writes,
-    workflow_lifecycle,
-    sessions_keep_every_version,
-    reset_wipes_but_revisions_continue,
-    system_records_stay_out_of_user_listings,
-    one_revision_can_hold_several_events_of_one_key,
-);
-
-async fn versions_and_revisions(kind: Kind) {
-    let s = Store::new(kind);
+pub async fn versions_and_revisions(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
     assert_eq!(s.revision().await, 0);
     let a1 = s.set("a", json!(1)).await;
     assert_eq!((a1.status, a1.version, a1.revision), (WriteStatus::Ok, 1, 1));
@@ -59,8 +29,8 @@ async fn versions_and_revisions(kind: Kind) {
     assert_eq!((missing.status, missing.version, missing.revision), (ReadStatus::NotFound, 0, 3));
 }
 
-async fn conditional_writes(kind: Kind) {
-    let s = Store::new(kind);
+pub async fn conditional_writes(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
     let created = s.engine.set(set_req("k", counter(0), Some(0))).await.unwrap();
     assert_eq!((created.status, created.version), (WriteStatus::Ok, 1));
     let again = s.engine.set(set_req("k", counter(9), Some(0))).await.unwrap();
@@ -82,8 +52,8 @@ async fn conditional_writes(kind: Kind) {
     assert_eq!(s.revision().await, 3);
 }
 
-async fn delete_and_recreate(kind: Kind) {
-    let s = Store::new(kind);
+pub async fn delete_and_recreate(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
     s.set("k", json!(1)).await;
     s.set("k", json!(2)).await;
     let del = |expected| DeleteRequest {
@@ -104,8 +74,8 @@ async fn delete_and_recreate(kind: Kind) {
     assert_eq!(s.get("k").await.create_revision, Some(4));
 }
 
-async fn ttl_expiry(kind: Kind) {
-    let s = Store::new(kind);
+pub async fn ttl_expiry(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
     let mut req = set_req("session", json!("warm"), None);
     req.ttl_seconds = Some(1.5);
     s.engine.set(req).await.unwrap();
@@ -143,8 +113,8 @@ async fn ttl_expiry(kind: Kind) {
     assert_eq!((recreated.status, recreated.version), (WriteStatus::Ok, 1));
 }
 
-async fn transactions_are_all_or_nothing(kind: Kind) {
-    let s = Store::new(kind);
+pub async fn transactions_are_all_or_nothing(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
     s.set("acct/a", json!(100)).await;
     s.set("acct/b", json!(0)).await;
     let transfer = |a_version: u64| {
@@ -182,8 +152,8 @@ async fn transactions_are_all_or_nothing(kind: Kind) {
     assert_eq!(s.get("x").await.status, ReadStatus::NotFound);
 }
 
-async fn history_and_reads_in_the_past(kind: Kind) {
-    let s = Store::new(kind);
+pub async fn history_and_reads_in_the_past(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
     s.set("doc", json!("v1")).await; // rev 1
     s.set("other", json!(0)).await; // rev 2
     s.set("doc", json!("v2")).await; // rev 3
@@ -226,8 +196,8 @@ async fn history_and_reads_in_the_past(kind: Kind) {
     assert!(no_values.events.iter().all(|e| e.value.is_none()));
 }
 
-async fn compaction(kind: Kind) {
-    let s = Store::new(kind);
+pub async fn compaction(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
     for i in 0..10 {
         s.set("k", counter(i)).await; // revisions 1..=10, versions 1..=10
     }
@@ -251,8 +221,8 @@ async fn compaction(kind: Kind) {
     assert!(matches!(unchanged, Err(EngineError::Compacted { .. })));
 }
 
-async fn listing(kind: Kind) {
-    let s = Store::new(kind);
+pub async fn listing(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
     for key in ["p/c", "p/a", "q/z", "p/b", "pa"] {
         s.set(key, json!(key)).await;
     }
@@ -284,8 +254,8 @@ async fn listing(kind: Kind) {
     assert_eq!(all.revision, 6);
 }
 
-async fn batch_reads(kind: Kind) {
-    let s = Store::new(kind);
+pub async fn batch_reads(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
     s.set("a", json!(1)).await;
     s.set("b", json!(2)).await;
     let batch = s.engine.batch_get(BatchGetRequest { keys: vec!["b".into(), "zz".into(), "a".into()] }).await.unwrap();
@@ -301,9 +271,9 @@ async fn batch_reads(kind: Kind) {
     );
 }
 
-async fn bad_input_changes_nothing(kind: Kind) {
+pub async fn bad_input_changes_nothing(backend: &dyn BackendFactory) {
     let config = EngineConfig { limits: state_core::Limits { max_value_bytes: 64 }, ..EngineConfig::default() };
-    let s = Store::with_config(kind, config);
+    let s = Store::with_config(backend, config);
     s.set("ok", json!(1)).await;
     let bad: Vec<SetRequest> = vec![
         set_req("", json!(1), None),
@@ -323,26 +293,21 @@ async fn bad_input_changes_nothing(kind: Kind) {
     assert_eq!(s.engine.health().await.unwrap().keys, 1);
 }
 
-async fn health_reports_the_store(kind: Kind) {
-    let s = Store::new(kind);
+pub async fn health_reports_the_store(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
     s.set("a", json!(1)).await;
     s.clock.advance_millis(61_000);
     let health = s.engine.health().await.unwrap();
-    assert_eq!((health.backend.as_str(), health.revision, health.keys, health.uptime_seconds), ("redb", 1, 1, 61));
-    match kind {
-        Kind::RedbFile => assert!(health.database_bytes.is_some_and(|b| b > 0)),
-        Kind::RedbMemory => assert_eq!(health.database_bytes, None),
-    }
-    let _ = T0;
+    assert_eq!((health.backend.as_str(), health.revision, health.keys, health.uptime_seconds), (s.kind, 1, 1, 61));
+    assert!(health.database_bytes.is_none_or(|b| b > 0), "a size, when there is one, is real: {health:?}");
 }
 
-async fn leases_and_fenced_writes(kind: Kind) {
+pub async fn leases_and_fenced_writes(backend: &dyn BackendFactory) {
     use state_core::ops::lease::{
-        AcquireRequest, AcquireStatus, HoldStatus, LeaseGetRequest, LeaseState, ReleaseRequest, RenewRequest,
+        AcquireStatus, HoldStatus, LeaseGetRequest, LeaseState, ReleaseRequest, RenewRequest,
     };
-    let s = Store::new(kind);
-    let acquire =
-        |holder: &str| AcquireRequest { resource_id: "deploy".into(), holder_id: holder.into(), ttl_seconds: 2.0 };
+    let s = Store::new(backend);
+    let acquire = |holder: &str| lease("deploy", holder, 2.0);
     let a = s.engine.lease_acquire(acquire("a")).await.unwrap();
     assert_eq!((a.status, a.token), (AcquireStatus::Acquired, Some(1)));
     let held = s.engine.lease_acquire(acquire("b")).await.unwrap();
@@ -353,7 +318,13 @@ async fn leases_and_fenced_writes(kind: Kind) {
     assert_eq!(s.engine.set(guarded(1)).await.unwrap().status, WriteStatus::Ok);
 
     s.clock.advance_millis(1_500);
-    let renew = RenewRequest { resource_id: "deploy".into(), holder_id: "a".into(), token: 1, ttl_seconds: 2.0 };
+    let renew = RenewRequest {
+        request_id: None,
+        resource_id: "deploy".into(),
+        holder_id: "a".into(),
+        token: 1,
+        ttl_seconds: 2.0,
+    };
     assert_eq!(s.engine.lease_renew(renew.clone()).await.unwrap().status, HoldStatus::Ok);
     s.clock.advance_millis(2_000);
     assert_eq!(s.engine.lease_renew(renew).await.unwrap().status, HoldStatus::Lost, "renewed too late");
@@ -384,7 +355,8 @@ async fn leases_and_fenced_writes(kind: Kind) {
     assert_eq!(s.get("site").await.value, Some(json!("v")), "no fenced write landed");
     assert_eq!(s.engine.set(guarded(b_token)).await.unwrap().status, WriteStatus::Ok);
 
-    let release = ReleaseRequest { resource_id: "deploy".into(), holder_id: "b".into(), token: b_token };
+    let release =
+        ReleaseRequest { request_id: None, resource_id: "deploy".into(), holder_id: "b".into(), token: b_token };
     assert_eq!(s.engine.lease_release(release).await.unwrap().status, HoldStatus::Ok);
     let free = s.engine.lease_get(LeaseGetRequest { resource_id: "deploy".into() }).await.unwrap();
     assert_eq!(free.status, LeaseState::Free);
@@ -404,12 +376,13 @@ async fn leases_and_fenced_writes(kind: Kind) {
     assert!(lease_history.events.iter().all(|e| e.kind == state_core::ops::history::HistoryKind::Lease));
 }
 
-async fn workflow_lifecycle(kind: Kind) {
+pub async fn workflow_lifecycle(backend: &dyn BackendFactory) {
     use state_core::ops::workflow::*;
-    let s = Store::new(kind);
+    let s = Store::new(backend);
     let created = s
         .engine
         .workflow_create(CreateRunRequest {
+            request_id: None,
             name: "report".into(),
             tags: [("team".to_string(), "ops".to_string())].into(),
             input: json!({"day": 1}),
@@ -420,6 +393,7 @@ async fn workflow_lifecycle(kind: Kind) {
         .unwrap();
     let run = created.run_id.clone();
     let claim = |agent: &str| ClaimRequest {
+        request_id: None,
         agent_id: agent.into(),
         lease_ttl_seconds: Some(1.0),
         run_id: None,
@@ -433,6 +407,7 @@ async fn workflow_lifecycle(kind: Kind) {
     );
     let t1 = first.token.unwrap();
     let step = |agent: &str, token, n, out: &str| CheckpointRequest {
+        request_id: None,
         run_id: run.clone(),
         agent_id: agent.into(),
         token,
@@ -456,6 +431,7 @@ async fn workflow_lifecycle(kind: Kind) {
     let beat = s
         .engine
         .workflow_heartbeat(HeartbeatRequest {
+            request_id: None,
             run_id: run.clone(),
             agent_id: "w2".into(),
             token: t2,
@@ -468,6 +444,7 @@ async fn workflow_lifecycle(kind: Kind) {
     let done = s
         .engine
         .workflow_complete(CompleteRequest {
+            request_id: None,
             run_id: run.clone(),
             agent_id: "w2".into(),
             token: t2,
@@ -502,13 +479,14 @@ async fn workflow_lifecycle(kind: Kind) {
     assert_eq!(listed.runs.len(), 1);
 }
 
-async fn sessions_keep_every_version(kind: Kind) {
+pub async fn sessions_keep_every_version(backend: &dyn BackendFactory) {
     use state_core::ops::session::*;
-    let s = Store::new(kind);
+    let s = Store::new(backend);
     for n in 1..=3 {
         let saved = s
             .engine
             .session_save(SessionSaveRequest {
+                request_id: None,
                 session_id: "chat/42".into(),
                 context: json!({"turn": n}),
                 agent_id: None,
@@ -533,7 +511,12 @@ async fn sessions_keep_every_version(kind: Kind) {
         .unwrap();
     assert_eq!(beyond.status, ReadStatus::NotFound);
     s.engine
-        .session_save(SessionSaveRequest { session_id: "chat/42/sub".into(), context: json!(0), agent_id: None })
+        .session_save(SessionSaveRequest {
+            request_id: None,
+            session_id: "chat/42/sub".into(),
+            context: json!(0),
+            agent_id: None,
+        })
         .await
         .unwrap();
     let listed =
@@ -550,23 +533,18 @@ async fn sessions_keep_every_version(kind: Kind) {
     assert_eq!(still.context, Some(json!({"turn": 2})));
 }
 
-async fn reset_wipes_but_revisions_continue(kind: Kind) {
+pub async fn reset_wipes_but_revisions_continue(backend: &dyn BackendFactory) {
     use state_core::ops::admin::ResetRequest;
-    use state_core::ops::lease::AcquireRequest;
-    let s = Store::new(kind);
+    let s = Store::new(backend);
     s.set("a", json!(1)).await;
-    let before = s
-        .engine
-        .lease_acquire(AcquireRequest { resource_id: "r".into(), holder_id: "h".into(), ttl_seconds: 60.0 })
-        .await
-        .unwrap();
-    let refused = s.engine.reset(ResetRequest { confirm: "yes".into(), agent_id: None }).await;
+    let before = s.engine.lease_acquire(lease("r", "h", 60.0)).await.unwrap();
+    let refused = s.engine.reset(ResetRequest { request_id: None, confirm: "yes".into(), agent_id: None }).await;
     assert!(matches!(refused, Err(EngineError::Invalid(_))));
     assert_eq!(s.get("a").await.status, ReadStatus::Ok, "without the confirmation nothing is deleted");
 
     let reset = s
         .engine
-        .reset(ResetRequest { confirm: "DELETE EVERYTHING".into(), agent_id: Some("admin".into()) })
+        .reset(ResetRequest { request_id: None, confirm: "DELETE EVERYTHING".into(), agent_id: Some("admin".into()) })
         .await
         .unwrap();
     assert_eq!((reset.removed, reset.revision), (2, 3));
@@ -575,24 +553,17 @@ async fn reset_wipes_but_revisions_continue(kind: Kind) {
     assert_eq!((health.keys, health.revision, health.compacted_revision), (0, 3, 2));
     let history = s.engine.history(HistoryRequest::default()).await.unwrap();
     assert_eq!(history.events.iter().map(|e| e.op).collect::<Vec<_>>(), vec![HistoryOp::Reset]);
-    let after = s
-        .engine
-        .lease_acquire(AcquireRequest { resource_id: "r".into(), holder_id: "h".into(), ttl_seconds: 60.0 })
-        .await
-        .unwrap();
+    let after = s.engine.lease_acquire(lease("r", "h", 60.0)).await.unwrap();
     assert!(after.token > before.token, "fencing tokens never repeat, even across a reset");
 }
 
-async fn system_records_stay_out_of_user_listings(kind: Kind) {
-    use state_core::ops::lease::AcquireRequest;
+pub async fn system_records_stay_out_of_user_listings(backend: &dyn BackendFactory) {
     use state_core::ops::workflow::CreateRunRequest;
-    let s = Store::new(kind);
-    s.engine
-        .lease_acquire(AcquireRequest { resource_id: "r".into(), holder_id: "h".into(), ttl_seconds: 60.0 })
-        .await
-        .unwrap();
+    let s = Store::new(backend);
+    s.engine.lease_acquire(lease("r", "h", 60.0)).await.unwrap();
     s.engine
         .workflow_create(CreateRunRequest {
+            request_id: None,
             name: "n".into(),
             tags: Default::default(),
             input: json!(null),
@@ -615,8 +586,8 @@ async fn system_records_stay_out_of_user_listings(kind: Kind) {
     assert_eq!(everything.events.len(), 3, "unfiltered history shows leases and runs too");
 }
 
-async fn one_revision_can_hold_several_events_of_one_key(kind: Kind) {
-    let s = Store::new(kind);
+pub async fn one_revision_can_hold_several_events_of_one_key(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
     let mut short = set_req("k", json!("old"), None);
     short.ttl_seconds = Some(1.0);
     s.engine.set(short).await.unwrap();
@@ -633,4 +604,80 @@ async fn one_revision_can_hold_several_events_of_one_key(kind: Kind) {
         let seen: Vec<_> = events.iter().map(|e| (e.revision, e.op)).collect();
         assert_eq!(seen, vec![(1, HistoryOp::Put), (2, HistoryOp::Expired), (2, HistoryOp::Put)], "{order}");
     }
+}
+
+pub async fn request_ids_make_retries_safe(backend: &dyn BackendFactory) {
+    use state_core::ops::workflow::CreateRunRequest;
+    let s = Store::new(backend);
+    let write = SetRequest { request_id: Some("req-1".into()), ..set_req("k", counter(1), Some(0)) };
+    let first = s.engine.set(write.clone()).await.unwrap();
+    let retried = s.engine.set(write.clone()).await.unwrap();
+    assert_eq!(retried, first, "a retry returns the first result");
+    assert_eq!((first.status, first.version, s.revision().await), (WriteStatus::Ok, 1, 1), "applied once");
+    let events = history_since(&s.engine, 0, 100).await;
+    assert_eq!(events.len(), 1, "one write in history: {events:?}");
+
+    let reused = SetRequest { request_id: Some("req-1".into()), ..set_req("k", counter(2), None) };
+    let refused = s.engine.set(reused).await.unwrap_err();
+    assert!(matches!(&refused, EngineError::Invalid(e) if e.argument() == "request_id"), "{refused}");
+    assert_eq!(s.get("k").await.value, Some(counter(1)), "a refused reuse changes nothing");
+
+    // A conflict changed nothing, so it is not recorded: its retry is decided afresh.
+    let guarded = SetRequest { request_id: Some("req-2".into()), ..set_req("k", counter(5), Some(7)) };
+    assert_eq!(s.engine.set(guarded.clone()).await.unwrap().status, WriteStatus::Conflict);
+    assert_eq!(s.revision().await, 1);
+
+    // Records are kept for the window, then forgotten.
+    let window = EngineConfig::default().idempotency_window.as_millis() as u64;
+    s.clock.advance_millis(window - 1);
+    assert_eq!(s.engine.set(write.clone()).await.unwrap(), first, "still remembered just inside the window");
+    s.clock.advance_millis(1);
+    let after = s.engine.set(write).await.unwrap();
+    assert_eq!((after.status, after.version), (WriteStatus::Conflict, 1), "a new request once the window ended");
+
+    // Creations return the same id rather than creating twice.
+    let create = CreateRunRequest {
+        name: "job".into(),
+        tags: Default::default(),
+        input: json!(null),
+        max_attempts: None,
+        agent_id: None,
+        request_id: Some("create-1".into()),
+    };
+    let made = s.engine.workflow_create(create.clone()).await.unwrap();
+    assert_eq!(s.engine.workflow_create(create).await.unwrap().run_id, made.run_id);
+    assert_eq!(s.engine.run_count().await.unwrap(), 1);
+}
+
+pub async fn request_records_stay_out_of_sight(backend: &dyn BackendFactory) {
+    use state_core::ops::admin::{RESET_CONFIRMATION, ResetRequest};
+    let s = Store::new(backend);
+    for i in 0..3 {
+        let write = SetRequest { request_id: Some(format!("id-{i}")), ..set_req(&format!("k{i}"), counter(i), None) };
+        s.engine.set(write).await.unwrap();
+    }
+    let health = s.engine.health().await.unwrap();
+    assert_eq!((health.keys, health.revision), (3, 3), "records are not keys and take no revision");
+    let listed = s.engine.list(ListRequest { prefix: String::new(), ..Default::default() }).await.unwrap();
+    assert_eq!(listed.entries.len(), 3);
+    assert_eq!(history_since(&s.engine, 0, 100).await.len(), 3, "no history of its own");
+
+    // Sweeping expired records commits no revision and leaves no event.
+    s.clock.advance_millis(EngineConfig::default().idempotency_window.as_millis() as u64);
+    assert_eq!(s.engine.expire_due(100).await.unwrap(), 3);
+    assert_eq!(s.revision().await, 3);
+    assert_eq!(history_since(&s.engine, 0, 100).await.len(), 3);
+
+    // A reset keeps request records: a write retried after it was applied once, then wiped.
+    let write = SetRequest { request_id: Some("before".into()), ..set_req("gone", counter(1), None) };
+    let written = s.engine.set(write.clone()).await.unwrap();
+    let reset = ResetRequest { confirm: RESET_CONFIRMATION.into(), agent_id: None, request_id: Some("wipe".into()) };
+    let first = s.engine.reset(reset.clone()).await.unwrap();
+    assert_eq!(first.removed, 4, "four keys; the request record kept is not counted");
+    assert_eq!(s.engine.set(write).await.unwrap(), written);
+    assert_eq!(s.get("gone").await.status, ReadStatus::NotFound, "the retry did not bring the key back");
+    // A reset's own record survives the wipe it performs, so its retry does not wipe again.
+    s.set("after", json!(1)).await;
+    assert_eq!(s.engine.reset(reset).await.unwrap(), first);
+    assert_eq!(s.get("after").await.status, ReadStatus::Ok, "the retried reset did not run again");
 }

@@ -1,0 +1,154 @@
+//! Idempotency keys: a mutating request may carry a `request_id`, and a retry with the same id
+//! returns the first result instead of applying twice.
+//!
+//! The record of a request is an entry in the store's own keyspace, written by the same plan
+//! (so in the same transaction) as the change it answers, and it expires after a window. Only
+//! requests that changed something are recorded: a refused or conflicting request changed
+//! nothing, so evaluating its retry afresh cannot apply anything twice.
+//!
+//! A process that forwards requests to a database's owner gives every mutating request an id,
+//! so it can resend requests that were in flight when the owner died without double-applying
+//! them.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::entry::Entry;
+use crate::error::InvalidInput;
+use crate::keyspace;
+use crate::plan::{Mutation, WriteContext};
+use crate::time::UnixMillis;
+use crate::view::StateView;
+
+/// Longest accepted `request_id`, in bytes.
+pub const MAX_REQUEST_ID_BYTES: usize = 128;
+
+/// How long a request's record is kept by default: long enough for any client retry loop.
+pub const DEFAULT_WINDOW_MILLIS: u64 = 10 * 60 * 1000;
+
+/// A mutating request type: what kind of request it is, and the id it may carry.
+pub trait Mutating: Serialize {
+    /// Names the request kind in its record, so an id reused for another kind is caught.
+    const KIND: &'static str;
+
+    fn request_id(&self) -> Option<&str>;
+}
+
+/// What the store needs to recognise a retry: the id, and a fingerprint of the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Once {
+    pub request_id: String,
+    pub kind: &'static str,
+    pub fingerprint: u64,
+}
+
+impl Once {
+    /// The idempotency key of `request`, if it carries one, validated.
+    pub fn of<R: Mutating>(request: &R) -> Result<Option<Once>, InvalidInput> {
+        let Some(id) = request.request_id() else { return Ok(None) };
+        validate_request_id(id)?;
+        Ok(Some(Once { request_id: id.to_owned(), kind: R::KIND, fingerprint: fingerprint(R::KIND, request) }))
+    }
+}
+
+pub fn validate_request_id(id: &str) -> Result<(), InvalidInput> {
+    if id.is_empty() {
+        return Err(InvalidInput::Malformed {
+            argument: "request_id".into(),
+            message: "is empty: omit it, or give an id unique to this request (a UUID, say)".into(),
+        });
+    }
+    if id.len() > MAX_REQUEST_ID_BYTES {
+        return Err(InvalidInput::KeyTooLong {
+            argument: "request_id".into(),
+            len: id.len(),
+            max: MAX_REQUEST_ID_BYTES,
+        });
+    }
+    if let Some((index, c)) = id.char_indices().find(|(_, c)| c.is_control()) {
+        return Err(InvalidInput::KeyControlCharacter { argument: "request_id".into(), index, code: c as u32 });
+    }
+    Ok(())
+}
+
+/// FNV-1a over the request's JSON form. Not a security measure: it only has to tell a retry
+/// (byte-identical arguments) from a different request that reused the id by mistake.
+pub fn fingerprint<R: Serialize>(kind: &str, request: &R) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let json = serde_json::to_vec(request).unwrap_or_default();
+    kind.as_bytes()
+        .iter()
+        .chain([0u8].iter())
+        .chain(json.iter())
+        .fold(OFFSET, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(PRIME))
+}
+
+/// What a request's id says before it is planned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Seen {
+    /// No live record: plan the request.
+    New,
+    /// Already applied: answer with this result and change nothing.
+    Replay(Value),
+    /// The id was used for a different request: refuse, change nothing.
+    Reused(InvalidInput),
+}
+
+/// Looks the request's id up in the store as of `now`.
+pub fn seen<V: StateView + ?Sized>(view: &V, once: &Once, now: UnixMillis) -> Result<Seen, V::Error> {
+    let Some(record) = view.get(&keyspace::request_key(&once.request_id))? else { return Ok(Seen::New) };
+    if record.is_expired(now) {
+        return Ok(Seen::New);
+    }
+    let same_kind = record.value.get("kind").and_then(Value::as_str) == Some(once.kind);
+    let same_request = record.value.get("fingerprint").and_then(Value::as_str) == Some(&hex(once.fingerprint));
+    if !(same_kind && same_request) {
+        let kind = record.value.get("kind").and_then(Value::as_str).unwrap_or("another request");
+        return Ok(Seen::Reused(InvalidInput::Malformed {
+            argument: "request_id".into(),
+            message: format!(
+                "`{}` was already used for a different request ({kind}, other arguments): a retry must resend \
+                 exactly the same request; use a new id for a new request",
+                once.request_id
+            ),
+        }));
+    }
+    Ok(Seen::Replay(record.value.get("result").cloned().unwrap_or(Value::Null)))
+}
+
+/// The record that makes a retry of `once` return `result`, to be written by the same plan
+/// as the change itself. It expires `window_millis` after `ctx.now`.
+pub fn record(once: &Once, result: Value, ctx: &WriteContext, window_millis: u64) -> Mutation {
+    let revision = ctx.next_revision();
+    Mutation::Put(Entry {
+        key: keyspace::request_key(&once.request_id),
+        value: json!({"kind": once.kind, "fingerprint": hex(once.fingerprint), "result": result}),
+        version: 1,
+        create_revision: revision,
+        mod_revision: revision,
+        updated_at: ctx.now,
+        expires_at: Some(ctx.now.plus_millis(window_millis.max(1))),
+        agent_id: None,
+    })
+}
+
+fn hex(fingerprint: u64) -> String {
+    format!("{fingerprint:016x}")
+}
+
+/// Implements [`Mutating`] for request types with a `request_id` field.
+macro_rules! mutating {
+    ($($request:ty => $kind:literal),* $(,)?) => {
+        $(impl $crate::idempotency::Mutating for $request {
+            const KIND: &'static str = $kind;
+            fn request_id(&self) -> Option<&str> {
+                self.request_id.as_deref()
+            }
+        })*
+    };
+}
+pub(crate) use mutating;
+
+#[cfg(test)]
+mod tests;

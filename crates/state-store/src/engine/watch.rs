@@ -1,0 +1,165 @@
+//! The change feed: every committed change after a revision, in order, then live.
+//!
+//! The writer publishes each committed batch on a bounded broadcast channel after its fsync.
+//! A watch subscribes first, then reads the current revision, so every later commit reaches it
+//! through the channel; the revisions up to the current one it reads from history. Revisions
+//! it has delivered are skipped wherever they come from again: no gap, no duplicate.
+//!
+//! A watcher that falls behind never holds the writer up: the channel overwrites what the
+//! slowest reader has not taken, and that watcher ends with [`EngineError::WatchLagged`],
+//! naming the revision to resume after.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use state_core::Event;
+use state_core::ops::history::{HistoryEvent, HistoryRequest, KeyFilter};
+use state_core::ops::watch::{WatchBatch, WatchRequest};
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::{Engine, ReadCost};
+use crate::error::EngineError;
+
+/// One committed batch of the writer: revisions `first..=last`, with their events when any
+/// watcher was listening as it began (otherwise watchers read them from history).
+#[derive(Debug)]
+pub(crate) struct Committed {
+    pub(crate) first: u64,
+    pub(crate) last: u64,
+    pub(crate) events: Option<Vec<Event>>,
+}
+
+/// History pages a catching-up watcher reads at a time.
+const CATCH_UP_PAGE: usize = 1000;
+
+/// A live view of the changes a [`WatchRequest`] covers.
+pub struct Watch {
+    engine: Engine,
+    feed: broadcast::Receiver<Arc<Committed>>,
+    request: WatchRequest,
+    filter: KeyFilter,
+    include_values: bool,
+    /// Every revision up to here has been delivered, or had nothing for this watch.
+    delivered: u64,
+    /// Revisions up to here are read from history before the feed is followed again.
+    catch_up_to: u64,
+    ready: VecDeque<WatchBatch>,
+}
+
+impl Engine {
+    /// Starts a watch after `request.after_revision` (or from now). Fails with
+    /// [`EngineError::Compacted`] if history after that revision is already gone.
+    pub async fn watch(&self, request: WatchRequest) -> Result<Watch, EngineError> {
+        request.validate()?;
+        let feed = self.subscribe()?;
+        let (revision, compacted) =
+            self.read(ReadCost::Point, |txn, _| Ok((txn.revision()?, txn.compacted_revision()?))).await?;
+        let from = request.after_revision.unwrap_or(revision);
+        if from < compacted {
+            return Err(EngineError::Compacted { requested: from + 1, compacted_revision: compacted });
+        }
+        Ok(Watch {
+            engine: self.clone(),
+            feed,
+            filter: request.filter(),
+            include_values: request.include_values(),
+            request,
+            delivered: from,
+            catch_up_to: revision,
+            ready: VecDeque::new(),
+        })
+    }
+}
+
+impl Watch {
+    /// The next revision's changes, waiting for one. `None` once the engine has closed; an
+    /// error ends the watch (resume with [`Watch::position`] as `after_revision`).
+    pub async fn next(&mut self) -> Option<Result<WatchBatch, EngineError>> {
+        self.next_until(u64::MAX).await
+    }
+
+    /// Like [`Watch::next`], but only up to `revision` (an already committed one): `None`
+    /// once everything up to it has been delivered, without waiting for later changes.
+    pub async fn next_until(&mut self, revision: u64) -> Option<Result<WatchBatch, EngineError>> {
+        loop {
+            if let Some(batch) = self.ready.pop_front() {
+                return Some(Ok(batch));
+            }
+            if self.delivered >= revision {
+                return None;
+            }
+            if self.delivered < self.catch_up_to {
+                if let Err(error) = self.read_history().await {
+                    return Some(Err(error));
+                }
+                continue;
+            }
+            match self.feed.recv().await {
+                Ok(committed) => self.take(&committed),
+                Err(RecvError::Lagged(_)) => {
+                    return Some(Err(EngineError::WatchLagged { resume_after: self.position() }));
+                }
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// The last revision handed to the caller (or passed over as having nothing for it):
+    /// resume after it. Batches read ahead but not yet returned do not count.
+    pub fn position(&self) -> u64 {
+        self.ready.front().map_or(self.delivered, |next| next.revision - 1)
+    }
+
+    /// A batch from the feed: its events when it has them and follows on from what was
+    /// delivered, else a reason to read that stretch from history.
+    fn take(&mut self, committed: &Committed) {
+        if committed.last <= self.delivered {
+            return;
+        }
+        match &committed.events {
+            Some(events) if committed.first <= self.delivered + 1 => {
+                let mut batch: Option<WatchBatch> = None;
+                for event in events.iter().filter(|e| e.revision > self.delivered && self.filter.matches(&e.key)) {
+                    let event = HistoryEvent::new(event.clone(), self.include_values);
+                    match &mut batch {
+                        Some(open) if open.revision == event.revision => open.events.push(event),
+                        _ => {
+                            self.ready.extend(batch.take());
+                            batch = Some(WatchBatch { revision: event.revision, events: vec![event] });
+                        }
+                    }
+                }
+                self.ready.extend(batch);
+                self.delivered = committed.last;
+            }
+            _ => self.catch_up_to = self.catch_up_to.max(committed.last),
+        }
+    }
+
+    /// One page of history after what was delivered.
+    async fn read_history(&mut self) -> Result<(), EngineError> {
+        let request = HistoryRequest {
+            kind: self.request.kind,
+            key: self.request.key.clone(),
+            prefix: self.request.prefix.clone(),
+            since_revision: Some(self.delivered),
+            n: Some(CATCH_UP_PAGE),
+            include_values: Some(self.include_values),
+        };
+        let page = self.engine.history(request).await?;
+        for event in page.events {
+            match self.ready.back_mut() {
+                Some(open) if open.revision == event.revision => open.events.push(event),
+                _ => self.ready.push_back(WatchBatch { revision: event.revision, events: vec![event] }),
+            }
+        }
+        // A page never splits a revision: after a full page, resume after its last revision;
+        // after the last page, everything up to the revision it was read at has been seen.
+        self.delivered = match (page.more, self.ready.back()) {
+            (true, Some(last)) => last.revision,
+            _ => self.delivered.max(page.revision),
+        };
+        Ok(())
+    }
+}
