@@ -1,0 +1,125 @@
+//! [`Api`]: the handle every frontend holds.
+
+use serde_json::Value;
+use state_core::catalog::Operation;
+use state_core::ops::watch::WatchRequest;
+
+use crate::auth::{self, Need, Principal};
+use crate::http::{HttpConfig, HttpError, HttpRemote};
+use crate::local::Local;
+use crate::remote::{self, JoinConfig, JoinError, Joined, Remote};
+use crate::reply::{ApiError, ErrorCode, Reply};
+use crate::watch::Watcher;
+
+/// The operation seam: the store in this process, or the database's owner in another.
+#[derive(Clone)]
+pub struct Api {
+    inner: Inner,
+}
+
+#[derive(Clone)]
+enum Inner {
+    Local(Local),
+    Remote(Remote),
+    Http(Box<HttpRemote>),
+}
+
+impl Api {
+    /// Serves calls with an engine in this process.
+    pub fn local(local: Local) -> Api {
+        Api { inner: Inner::Local(local) }
+    }
+
+    /// Serves calls through the owner of `config.db`, starting one when none answers.
+    pub async fn join(config: JoinConfig) -> Result<(Api, Joined), JoinError> {
+        let (remote, joined) = remote::join(config).await?;
+        Ok((Api { inner: Inner::Remote(remote) }, joined))
+    }
+
+    /// Serves calls through a `state-http` server (its `/v1/call` route), checking the URL and
+    /// token with a first call.
+    pub async fn connect_http(config: HttpConfig) -> Result<Api, HttpError> {
+        Ok(Api { inner: Inner::Http(Box::new(HttpRemote::connect(config).await?)) })
+    }
+
+    /// Runs one operation. Never fails outright: every failure is a [`Reply`] whose outcome
+    /// says what kind of failure it is.
+    pub async fn call(&self, op: Operation, args: Value) -> Reply {
+        match &self.inner {
+            Inner::Local(local) => local.call(op, args).await,
+            Inner::Remote(remote) => remote.call(op, args).await,
+            Inner::Http(http) => http.call_with_id(op, args, None).await,
+        }
+    }
+
+    /// Runs one operation for `principal`, after checking that its token covers everything the
+    /// call touches; `None` is a caller with full access (a local process of the same user).
+    pub async fn call_as(&self, principal: Option<&Principal>, op: Operation, args: Value) -> Reply {
+        self.call_with(principal, None, op, args).await
+    }
+
+    /// [`Api::call_as`], giving a mutating call `request_id` as its idempotency key unless its
+    /// arguments carry one (the REST `Idempotency-Key` header, a client's own retries).
+    pub async fn call_with(
+        &self,
+        principal: Option<&Principal>,
+        request_id: Option<String>,
+        op: Operation,
+        args: Value,
+    ) -> Reply {
+        if let Some(principal) = principal
+            && let Err(refused) = self.authorize(principal, op, &args).await
+        {
+            return Reply::error(refused);
+        }
+        match &self.inner {
+            Inner::Local(local) => local.call_with_id(op, args, request_id).await,
+            Inner::Remote(remote) => remote.call_with_id(op, args, request_id).await,
+            Inner::Http(http) => http.call_with_id(op, args, request_id).await,
+        }
+    }
+
+    /// Watches the changes `request` covers, for `principal` (`None`: full access). Fails at
+    /// once if the token does not cover them or history after `after_revision` is compacted.
+    pub async fn watch(&self, principal: Option<&Principal>, request: WatchRequest) -> Result<Watcher, ApiError> {
+        if let Some(principal) = principal {
+            let args = serde_json::to_value(&request)
+                .map_err(|e| ApiError::new(ErrorCode::Internal, format!("cannot encode a watch: {e}")))?;
+            self.authorize(principal, Operation::StateWatch, &args).await?;
+        }
+        match &self.inner {
+            Inner::Local(local) => local.watch(request).await.map(Watcher::local),
+            Inner::Remote(remote) => remote.watch(request).await.map(Watcher::remote),
+            Inner::Http(http) => http.watch(request).await.map(Watcher::http),
+        }
+    }
+
+    /// Refuses a call whose arguments reach outside what `principal`'s token covers.
+    async fn authorize(&self, principal: &Principal, op: Operation, args: &Value) -> Result<(), ApiError> {
+        for need in auth::needs(op, args) {
+            let run_name = match &need {
+                Need::Run(run_id, _) => self.run_name(run_id).await,
+                _ => None,
+            };
+            auth::check(principal, op, &need, run_name.as_deref())?;
+        }
+        Ok(())
+    }
+
+    /// A run's name, which decides who may touch it.
+    async fn run_name(&self, run_id: &str) -> Option<String> {
+        let status = self.call(Operation::WorkflowStatus, serde_json::json!({ "run_id": run_id })).await;
+        status.body.ok()?.get("run")?.get("name")?.as_str().map(str::to_owned)
+    }
+
+    /// Ends this handle's use of the store: closes a local engine (letting queued writes
+    /// commit), or leaves the owner.
+    pub async fn close(&self) {
+        match &self.inner {
+            Inner::Local(local) => local.close().await,
+            Inner::Remote(remote) => remote.close().await,
+            // Connections are pooled and closed when the last handle goes.
+            Inner::Http(_) => {}
+        }
+    }
+}

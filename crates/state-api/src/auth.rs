@@ -1,0 +1,329 @@
+//! Who may call what: bearer tokens scoped to id prefixes and rights.
+//!
+//! A tokens file names each token, its secret, the prefixes it covers and its rights. Every
+//! call made for a principal is checked here, before it runs, against what it touches: keys,
+//! lease resources, session ids and workflow run names must lie under one of the token's
+//! prefixes with the right the call needs. Frontends authenticate (find the principal for a
+//! bearer token); the rule of what a principal may do lives here, once, for every frontend.
+//!
+//! - `read`: reads (get, list, history, status, restore) of ids under the prefixes;
+//! - `write`: reads and changes of them;
+//! - `admin`: everything, and store-wide operations (`state_reset`) when the prefix is "".
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use state_core::catalog::{Operation, Profile};
+use state_core::ops::history::{HistoryKind, HistoryRequest};
+use state_core::ops::kv::{BatchGetRequest, DeleteRequest, GetRequest, ListRequest, SetRequest};
+use state_core::ops::lease::{AcquireRequest, LeaseGetRequest, LeaseListRequest, ReleaseRequest, RenewRequest};
+use state_core::ops::session::{SessionListRequest, SessionRestoreRequest, SessionSaveRequest};
+use state_core::ops::txn::{TxnOp, TxnRequest};
+use state_core::ops::watch::WatchRequest;
+use state_core::ops::workflow::{ClaimRequest, CreateRunRequest, DiscoverRequest, ListRunsRequest};
+
+use crate::reply::{ApiError, ErrorCode};
+
+/// Shortest secret accepted: a guessable token protects nothing.
+const MIN_SECRET_BYTES: usize = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Right {
+    Read,
+    Write,
+    Admin,
+}
+
+/// An authenticated caller: a token's name and what it may touch. Never holds the secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub name: String,
+    prefixes: Vec<String>,
+    /// The strongest right granted (rights are ordered: admin includes write includes read).
+    right: Right,
+}
+
+impl Principal {
+    /// The id prefixes the token reaches ("" is everything): where a listing of everything
+    /// this caller may see starts.
+    pub fn prefixes(&self) -> &[String] {
+        &self.prefixes
+    }
+
+    /// Whether the token covers id `id` with `right`.
+    fn covers(&self, id: &str, right: Right) -> bool {
+        self.right >= right && self.prefixes.iter().any(|p| id.starts_with(p.as_str()))
+    }
+
+    /// Whether every id under `prefix` is covered: `prefix` lies inside a granted prefix.
+    fn covers_prefix(&self, prefix: &str, right: Right) -> bool {
+        self.covers(prefix, right)
+    }
+
+    /// The prefixes, for messages.
+    fn scope(&self) -> String {
+        self.prefixes.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// The tokens of a tokens file, looked up by secret in constant time.
+#[derive(Debug, Clone)]
+pub struct Tokens {
+    entries: Vec<(Principal, [u8; 32])>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokensError {
+    #[error("cannot read the tokens file {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("tokens file {}: {message}", path.display())]
+    Invalid { path: PathBuf, message: String },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    token: Vec<Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    name: String,
+    /// The bearer token itself.
+    #[serde(default)]
+    secret: Option<String>,
+    /// Or its SHA-256, in hex, so the file need not hold the secret.
+    #[serde(default)]
+    secret_sha256: Option<String>,
+    prefixes: Vec<String>,
+    rights: Vec<Right>,
+}
+
+impl Tokens {
+    pub fn load(path: &Path) -> Result<Tokens, TokensError> {
+        let text = std::fs::read_to_string(path).map_err(|source| TokensError::Read { path: path.into(), source })?;
+        Tokens::parse(&text).map_err(|message| TokensError::Invalid { path: path.into(), message })
+    }
+
+    /// Parses a tokens file (TOML); see the README for the format.
+    pub fn parse(text: &str) -> Result<Tokens, String> {
+        let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+        if file.token.is_empty() {
+            return Err("defines no [[token]]".into());
+        }
+        let mut entries = Vec::new();
+        for entry in file.token {
+            let name = entry.name;
+            let digest = match (entry.secret, entry.secret_sha256) {
+                (Some(secret), None) if secret.len() >= MIN_SECRET_BYTES => sha256(secret.as_bytes()),
+                (Some(_), None) => {
+                    return Err(format!("token `{name}`: the secret is shorter than {MIN_SECRET_BYTES} bytes"));
+                }
+                (None, Some(hex)) => parse_digest(&hex).ok_or_else(|| {
+                    format!("token `{name}`: secret_sha256 must be 64 hex digits (`sha256sum` of the secret)")
+                })?,
+                _ => return Err(format!("token `{name}`: give exactly one of `secret` and `secret_sha256`")),
+            };
+            if entries.iter().any(|(p, _): &(Principal, _)| p.name == name) {
+                return Err(format!("token name `{name}` is used twice"));
+            }
+            if entries.iter().any(|(_, d)| *d == digest) {
+                return Err(format!("token `{name}` has the same secret as another token"));
+            }
+            let Some(right) = entry.rights.iter().copied().max() else {
+                return Err(format!("token `{name}`: rights is empty; give read, write or admin"));
+            };
+            if entry.prefixes.is_empty() {
+                return Err(format!("token `{name}`: prefixes is empty; \"\" covers everything"));
+            }
+            entries.push((Principal { name, prefixes: entry.prefixes, right }, digest));
+        }
+        Ok(Tokens { entries })
+    }
+
+    /// The principal whose secret is `presented`. Every entry is compared, each in constant
+    /// time, so the time taken says nothing about which secret came close.
+    pub fn authenticate(&self, presented: &str) -> Option<&Principal> {
+        let digest = sha256(presented.as_bytes());
+        let mut found = None;
+        for (principal, expected) in &self.entries {
+            if constant_time_eq(&digest, expected) {
+                found = Some(principal);
+            }
+        }
+        found
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+fn parse_digest(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.trim();
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut digest = [0u8; 32];
+    for (i, byte) in digest.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(digest)
+}
+
+fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// What a call touches, and with which right.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Need {
+    /// One id (key, lease resource, session id, run name).
+    Id(String, Right),
+    /// Every id under a prefix (listings, history by prefix).
+    Prefix(String, Right),
+    /// A run by id: its name decides, so it is looked up first.
+    Run(String, Right),
+    /// Calls that touch no id of anyone's: health.
+    Nothing,
+}
+
+/// What `op` with `args` touches. Arguments that do not parse yield no needs: the call then
+/// fails on its arguments without touching anything.
+pub(crate) fn needs(op: Operation, args: &Value) -> Vec<Need> {
+    use Operation::*;
+    use Right::{Admin, Read, Write};
+    fn parse<T: serde::de::DeserializeOwned>(args: &Value) -> Option<T> {
+        serde_json::from_value(args.clone()).ok()
+    }
+    let run = |right| parse::<Value>(args).and_then(|a| a.get("run_id")?.as_str().map(|r| Need::Run(r.into(), right)));
+    let fenced = |lease: &Option<String>| lease.iter().map(|l| Need::Id(l.clone(), Read)).collect::<Vec<_>>();
+    if op.spec().profile != Profile::Native {
+        // The replaced servers' argument shapes have no prefixes to check: only a token over
+        // the whole store may use them.
+        let right = if op.is_mutating() { Write } else { Read };
+        return vec![Need::Prefix(String::new(), right)];
+    }
+    match op {
+        StateGet => parse::<GetRequest>(args).map(|r| vec![Need::Id(r.key, Read)]),
+        StateSet => parse::<SetRequest>(args).map(|r| [vec![Need::Id(r.key, Write)], fenced(&r.lease)].concat()),
+        StateDelete => parse::<DeleteRequest>(args).map(|r| [vec![Need::Id(r.key, Write)], fenced(&r.lease)].concat()),
+        StateList => parse::<ListRequest>(args).map(|r| vec![Need::Prefix(r.prefix, Read)]),
+        StateBatchGet => {
+            parse::<BatchGetRequest>(args).map(|r| r.keys.into_iter().map(|k| Need::Id(k, Read)).collect())
+        }
+        StateTxn => parse::<TxnRequest>(args).map(|r| {
+            let compares = r.compare.iter().map(|c| Need::Id(c.key.clone(), Read));
+            let ops = r.success.iter().chain(&r.failure).map(|op| match op {
+                TxnOp::Get { key } => Need::Id(key.clone(), Read),
+                other => Need::Id(other.key().to_owned(), Write),
+            });
+            compares.chain(ops).chain(fenced(&r.lease)).collect()
+        }),
+        HistoryLog => parse::<HistoryRequest>(args).map(|r| history_needs(r.kind, r.key, r.prefix)),
+        StateWatch => parse::<WatchRequest>(args).map(|r| history_needs(r.kind, r.key, r.prefix)),
+        LeaseAcquire => parse::<AcquireRequest>(args).map(|r| vec![Need::Id(r.resource_id, Write)]),
+        LeaseRenew => parse::<RenewRequest>(args).map(|r| vec![Need::Id(r.resource_id, Write)]),
+        LeaseRelease => parse::<ReleaseRequest>(args).map(|r| vec![Need::Id(r.resource_id, Write)]),
+        LeaseGet => parse::<LeaseGetRequest>(args).map(|r| vec![Need::Id(r.resource_id, Read)]),
+        LeaseList => parse::<LeaseListRequest>(args).map(|r| vec![Need::Prefix(r.prefix, Read)]),
+        WorkflowCreate => parse::<CreateRunRequest>(args).map(|r| vec![Need::Id(r.name, Write)]),
+        WorkflowClaim => parse::<ClaimRequest>(args).map(|r| match (r.run_id, r.name) {
+            (Some(run), _) => vec![Need::Run(run, Write)],
+            (None, Some(name)) => vec![Need::Id(name, Write)],
+            (None, None) => vec![Need::Prefix(String::new(), Write)],
+        }),
+        WorkflowCheckpoint | WorkflowHeartbeat | WorkflowComplete | WorkflowFail | WorkflowCancel => {
+            run(Write).map(|need| vec![need])
+        }
+        WorkflowStatus | WorkflowResume => run(Read).map(|need| vec![need]),
+        WorkflowList => parse::<ListRunsRequest>(args).map(|r| vec![runs_named(r.name)]),
+        WorkflowDiscover => parse::<DiscoverRequest>(args).map(|r| vec![runs_named(r.name)]),
+        SessionSave => parse::<SessionSaveRequest>(args).map(|r| vec![Need::Id(r.session_id, Write)]),
+        SessionRestore => parse::<SessionRestoreRequest>(args).map(|r| vec![Need::Id(r.session_id, Read)]),
+        SessionList => parse::<SessionListRequest>(args).map(|r| vec![Need::Prefix(r.prefix, Read)]),
+        StateHealth => Some(vec![Need::Nothing]),
+        StateReset => Some(vec![Need::Prefix(String::new(), Admin)]),
+        _ => None,
+    }
+    .unwrap_or_default()
+}
+
+/// Runs listed by name: one name's runs, or (no name) everyone's.
+fn runs_named(name: Option<String>) -> Need {
+    match name {
+        Some(name) => Need::Id(name, Right::Read),
+        None => Need::Prefix(String::new(), Right::Read),
+    }
+}
+
+/// History (and a watch of it) is checked by the ids it names. One run's history is checked
+/// by the run's name; runs by id prefix, and store history, belong to no one, so they need
+/// the whole store.
+fn history_needs(kind: Option<HistoryKind>, key: Option<String>, prefix: Option<String>) -> Vec<Need> {
+    let by_id = matches!(kind, None | Some(HistoryKind::Kv | HistoryKind::Lease | HistoryKind::Session));
+    match (key, prefix) {
+        (Some(key), _) if by_id => vec![Need::Id(key, Right::Read)],
+        (Some(run_id), _) if kind == Some(HistoryKind::Workflow) => vec![Need::Run(run_id, Right::Read)],
+        (None, Some(prefix)) if by_id => vec![Need::Prefix(prefix, Right::Read)],
+        _ => vec![Need::Prefix(String::new(), Right::Read)],
+    }
+}
+
+/// Refuses `need` for `principal`, or lets it through. `run_name` resolves a run's name.
+pub(crate) fn check(principal: &Principal, op: Operation, need: &Need, run_name: Option<&str>) -> Result<(), ApiError> {
+    let (what, allowed) = match need {
+        Need::Nothing => return Ok(()),
+        Need::Id(id, right) => (format!("`{id}` ({})", name(*right)), principal.covers(id, *right)),
+        Need::Prefix(prefix, right) if prefix.is_empty() => {
+            (format!("the whole store ({})", name(*right)), principal.covers_prefix(prefix, *right))
+        }
+        Need::Prefix(prefix, right) => {
+            (format!("everything under `{prefix}` ({})", name(*right)), principal.covers_prefix(prefix, *right))
+        }
+        Need::Run(run, right) => match run_name {
+            Some(run_name) => {
+                (format!("run `{run}` of `{run_name}` ({})", name(*right)), principal.covers(run_name, *right))
+            }
+            // A run that does not exist belongs to no one: the call answers not_found.
+            None => return Ok(()),
+        },
+    };
+    if allowed {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::Forbidden,
+        format!(
+            "token `{}` may not use `{}` on {what}: it covers {} with {} rights",
+            principal.name,
+            op.name(),
+            principal.scope(),
+            name(principal.right)
+        ),
+    ))
+}
+
+fn name(right: Right) -> &'static str {
+    match right {
+        Right::Read => "read",
+        Right::Write => "write",
+        Right::Admin => "admin",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,112 @@
+use serde_json::json;
+
+use super::*;
+
+const FILE: &str = r#"
+[[token]]
+name = "team-a"
+secret = "team-a-secret-0123456789"
+prefixes = ["team-a/"]
+rights = ["read", "write"]
+
+[[token]]
+name = "reader"
+secret_sha256 = "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"
+prefixes = ["team-a/", "shared/"]
+rights = ["read"]
+
+[[token]]
+name = "root"
+secret = "root-secret-0123456789ab"
+prefixes = [""]
+rights = ["admin"]
+"#;
+
+fn principal(secret: &str) -> Principal {
+    Tokens::parse(FILE).unwrap().authenticate(secret).cloned().unwrap()
+}
+
+fn allowed(secret: &str, op: Operation, args: serde_json::Value) -> bool {
+    let principal = principal(secret);
+    needs(op, &args).iter().all(|need| check(&principal, op, need, Some("team-a/job")).is_ok())
+}
+
+#[test]
+fn secrets_identify_tokens_and_nothing_else_does() {
+    let tokens = Tokens::parse(FILE).unwrap();
+    assert_eq!(tokens.authenticate("team-a-secret-0123456789").unwrap().name, "team-a");
+    assert_eq!(tokens.authenticate("password").unwrap().name, "reader", "by its SHA-256");
+    assert!(tokens.authenticate("team-a-secret-012345678").is_none());
+    assert!(tokens.authenticate("").is_none());
+}
+
+#[test]
+fn a_token_reaches_only_under_its_prefixes() {
+    use Operation::*;
+    let a = "team-a-secret-0123456789";
+    assert!(allowed(a, StateGet, json!({"key": "team-a/x"})));
+    assert!(allowed(a, StateSet, json!({"key": "team-a/x", "value": 1})));
+    assert!(!allowed(a, StateGet, json!({"key": "team-b/x"})));
+    assert!(!allowed(a, StateSet, json!({"key": "team-b/x", "value": 1})));
+    assert!(allowed(a, StateList, json!({"prefix": "team-a/"})));
+    assert!(!allowed(a, StateList, json!({"prefix": "team-"})), "a prefix wider than the token's");
+    assert!(!allowed(a, StateList, json!({})), "listing everything");
+    assert!(allowed(a, HistoryLog, json!({"prefix": "team-a/"})));
+    assert!(!allowed(a, HistoryLog, json!({})), "history of everything");
+    assert!(!allowed(a, HistoryLog, json!({"key": "team-b/x"})));
+    assert!(allowed(a, HistoryLog, json!({"kind": "workflow", "key": "r1"})), "one run, by its name");
+    assert!(!allowed(a, HistoryLog, json!({"kind": "workflow", "prefix": "team-a/"})), "run ids name no prefix");
+    assert!(allowed(a, StateWatch, json!({"prefix": "team-a/"})));
+    assert!(allowed(a, StateWatch, json!({"kind": "lease", "key": "team-a/gpu"})));
+    assert!(!allowed(a, StateWatch, json!({"key": "team-b/x"})));
+    assert!(!allowed(a, StateWatch, json!({})), "watching everything");
+    let txn = json!({"compare": [{"key": "team-a/x", "version": 1}], "success": [{"op": "put", "key": "team-b/y", "value": 1}]});
+    assert!(!allowed(a, StateTxn, txn), "one key outside refuses the whole transaction");
+    assert!(!allowed(a, StateSet, json!({"key": "team-a/x", "value": 1, "lease": "team-b/l", "token": 3})));
+    assert!(allowed(a, WorkflowCheckpoint, json!({"run_id": "r1", "agent_id": "w", "token": 1, "step": 1})));
+    assert!(!allowed(a, StateReset, json!({"confirm": "DELETE EVERYTHING"})));
+    assert!(!allowed(a, SidecarStateGet, json!({"key": "team-a/x"})), "compatibility tools need the whole store");
+    assert!(allowed(a, StateHealth, json!({})));
+}
+
+#[test]
+fn rights_are_ordered() {
+    use Operation::*;
+    let reader = "password";
+    assert!(allowed(reader, StateGet, json!({"key": "shared/x"})));
+    assert!(!allowed(reader, StateSet, json!({"key": "shared/x", "value": 1})));
+    let root = "root-secret-0123456789ab";
+    assert!(allowed(root, StateReset, json!({"confirm": "DELETE EVERYTHING"})));
+    assert!(allowed(root, SidecarStateSet, json!({"key": "k", "value": 1})));
+}
+
+#[test]
+fn refusals_name_the_token_the_operation_and_its_scope() {
+    let a = principal("team-a-secret-0123456789");
+    let need = Need::Id("team-b/x".into(), Right::Read);
+    let error = check(&a, Operation::StateGet, &need, None).unwrap_err();
+    assert_eq!(error.code, ErrorCode::Forbidden);
+    assert!(
+        error.message.contains("token `team-a`")
+            && error.message.contains("`state_get`")
+            && error.message.contains("`team-b/x`")
+            && error.message.contains("`team-a/`"),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn bad_tokens_files_are_explained() {
+    let cases = [
+        ("[[token]]\nname='a'\nsecret='short'\nprefixes=['']\nrights=['read']", "shorter than 16"),
+        ("[[token]]\nname='a'\nprefixes=['']\nrights=['read']", "exactly one of"),
+        ("[[token]]\nname='a'\nsecret='0123456789abcdef'\nprefixes=[]\nrights=['read']", "prefixes is empty"),
+        ("[[token]]\nname='a'\nsecret='0123456789abcdef'\nprefixes=['']\nrights=['root']", "unknown variant"),
+        ("token = []", "no [[token]]"),
+    ];
+    for (text, fragment) in cases {
+        let error = Tokens::parse(text).unwrap_err();
+        assert!(error.contains(fragment), "{fragment}: {error}");
+    }
+}

@@ -1,0 +1,190 @@
+//! The outcome class of each result type: read off the status the core decided, never
+//! re-derived here. One table, so HTTP status codes and CLI exit codes agree for every
+//! operation.
+
+use state_core::ops::admin::ResetResult;
+use state_core::ops::health::HealthResult;
+use state_core::ops::history::HistoryResult;
+use state_core::ops::kv::{BatchGetResult, DeleteResult, GetResult, ListResult, SetResult};
+use state_core::ops::lease::{AcquireResult, AcquireStatus, HoldResult, HoldStatus, LeaseGetResult, LeaseListResult};
+use state_core::ops::session::{SessionListResult, SessionRestoreResult, SessionSaveResult};
+use state_core::ops::txn::{TxnResult, TxnStatus};
+use state_core::ops::watch::WatchResult;
+use state_core::ops::workflow::{
+    CancelResult, CancelStatus, CheckpointResult, CheckpointStatus, ClaimResult, ClaimStatus, CreateRunResult,
+    FinishResult, FoundStatus, HeartbeatResult, HolderStatus, ListRunsResult, ResumeResult, RunStatusResult,
+};
+use state_core::ops::{DeleteStatus, ReadStatus, WriteStatus};
+
+use crate::reply::Outcome;
+
+/// A result type whose status decides its outcome class.
+pub trait Classify {
+    fn outcome(&self) -> Outcome;
+}
+
+/// Results that are answers whatever they say (listings, health, creations).
+macro_rules! always_ok {
+    ($($result:ty),* $(,)?) => {
+        $(impl Classify for $result {
+            fn outcome(&self) -> Outcome {
+                Outcome::Ok
+            }
+        })*
+    };
+}
+
+always_ok!(
+    ListResult,
+    BatchGetResult,
+    HistoryResult,
+    LeaseGetResult,
+    LeaseListResult,
+    CreateRunResult,
+    ListRunsResult,
+    SessionSaveResult,
+    SessionListResult,
+    HealthResult,
+    ResetResult,
+    WatchResult,
+);
+
+fn read(status: ReadStatus) -> Outcome {
+    match status {
+        ReadStatus::Ok => Outcome::Ok,
+        ReadStatus::NotFound => Outcome::NotFound,
+    }
+}
+
+fn found(status: FoundStatus) -> Outcome {
+    match status {
+        FoundStatus::Ok => Outcome::Ok,
+        FoundStatus::NotFound => Outcome::NotFound,
+    }
+}
+
+fn holder(status: HolderStatus) -> Outcome {
+    match status {
+        HolderStatus::Ok => Outcome::Ok,
+        HolderStatus::Fenced => Outcome::Fenced,
+        HolderStatus::NotFound => Outcome::NotFound,
+    }
+}
+
+impl Classify for GetResult {
+    fn outcome(&self) -> Outcome {
+        read(self.status)
+    }
+}
+
+impl Classify for SessionRestoreResult {
+    fn outcome(&self) -> Outcome {
+        read(self.status)
+    }
+}
+
+impl Classify for SetResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            WriteStatus::Ok => Outcome::Ok,
+            WriteStatus::Conflict => Outcome::Conflict,
+            WriteStatus::Fenced => Outcome::Fenced,
+        }
+    }
+}
+
+impl Classify for DeleteResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            DeleteStatus::Ok => Outcome::Ok,
+            DeleteStatus::NotFound => Outcome::NotFound,
+            DeleteStatus::Conflict => Outcome::Conflict,
+            DeleteStatus::Fenced => Outcome::Fenced,
+        }
+    }
+}
+
+/// A transaction whose compares failed ran its `failure` branch: a normal result, but the
+/// caller's preconditions did not hold, which scripts branch on like a conflict.
+impl Classify for TxnResult {
+    fn outcome(&self) -> Outcome {
+        match (self.status, self.succeeded) {
+            (TxnStatus::Fenced, _) => Outcome::Fenced,
+            (TxnStatus::Ok, true) => Outcome::Ok,
+            (TxnStatus::Ok, false) => Outcome::Conflict,
+        }
+    }
+}
+
+impl Classify for AcquireResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            AcquireStatus::Acquired => Outcome::Ok,
+            AcquireStatus::Held => Outcome::Conflict,
+        }
+    }
+}
+
+impl Classify for HoldResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            HoldStatus::Ok => Outcome::Ok,
+            HoldStatus::Lost => Outcome::Fenced,
+        }
+    }
+}
+
+impl Classify for ClaimResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            ClaimStatus::Claimed => Outcome::Ok,
+            ClaimStatus::NoneAvailable | ClaimStatus::NotFound => Outcome::NotFound,
+            ClaimStatus::Held | ClaimStatus::Finished => Outcome::Conflict,
+        }
+    }
+}
+
+impl Classify for CheckpointResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            CheckpointStatus::Ok | CheckpointStatus::Duplicate => Outcome::Ok,
+            CheckpointStatus::Conflict => Outcome::Conflict,
+            CheckpointStatus::Fenced => Outcome::Fenced,
+            CheckpointStatus::NotFound => Outcome::NotFound,
+        }
+    }
+}
+
+impl Classify for HeartbeatResult {
+    fn outcome(&self) -> Outcome {
+        holder(self.status)
+    }
+}
+
+impl Classify for FinishResult {
+    fn outcome(&self) -> Outcome {
+        holder(self.status)
+    }
+}
+
+impl Classify for CancelResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            CancelStatus::Ok => Outcome::Ok,
+            CancelStatus::Finished => Outcome::Conflict,
+            CancelStatus::NotFound => Outcome::NotFound,
+        }
+    }
+}
+
+impl Classify for RunStatusResult {
+    fn outcome(&self) -> Outcome {
+        found(self.status)
+    }
+}
+
+impl Classify for ResumeResult {
+    fn outcome(&self) -> Outcome {
+        found(self.status)
+    }
+}

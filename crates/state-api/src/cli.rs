@@ -1,0 +1,231 @@
+//! Command-line flags the frontends share, so `--db`, `--compat` and `--tools` mean the same in
+//! every binary, and the `owner` mode every binary can run.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use state_core::catalog::{Profile, ToolGroup};
+
+use crate::options::Options;
+use crate::remote::{JoinConfig, OwnerLauncher};
+use crate::wire::Settings;
+
+/// Which database, and where its owner's socket lives.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DatabaseArgs {
+    /// Database file [default: $XDG_DATA_HOME/state/state.redb, i.e. ~/.local/share/state/state.redb]
+    #[arg(long, env = "STATE_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+
+    /// Directory for owner sockets, private to this user [default: $XDG_RUNTIME_DIR/state, else /tmp/state-<uid>]
+    #[arg(long, env = "STATE_RUNTIME_DIR", value_name = "DIR")]
+    pub runtime_dir: Option<PathBuf>,
+}
+
+impl DatabaseArgs {
+    /// The database path, or the per-user default.
+    pub fn database(&self) -> Result<PathBuf, NoDataDir> {
+        database_path(self.db.as_deref())
+    }
+}
+
+/// Engine-wide settings. Several processes share one engine, the owner's: its settings apply.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct EngineArgs {
+    /// Largest value accepted, in bytes of JSON [default: 1048576]; the owner's setting applies
+    #[arg(long, env = "STATE_MAX_VALUE_BYTES", value_name = "BYTES")]
+    pub max_value_bytes: Option<usize>,
+
+    /// Revisions of history to keep, older ones are compacted; 0 keeps all [default: 100000];
+    /// the owner's setting applies
+    #[arg(long, env = "STATE_HISTORY_RETENTION", value_name = "N")]
+    pub history_retention: Option<u64>,
+}
+
+impl EngineArgs {
+    pub fn settings(&self) -> Settings {
+        Settings { max_value_bytes: self.max_value_bytes, history_retention: self.history_retention }
+    }
+}
+
+/// Where and how a client reaches the database.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+
+    /// Hold the database in this process alone instead of sharing it through its owner (for
+    /// embedding and tests); other processes cannot open it meanwhile
+    #[arg(long)]
+    pub standalone: bool,
+
+    /// An owner this process starts exits after this long without clients (e.g. 30s, 5m, 1h)
+    #[arg(long, env = "STATE_OWNER_IDLE", value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub owner_idle: Duration,
+}
+
+impl StoreArgs {
+    /// How `client` (e.g. `state-mcp 0.1.0`) joins the owner of `db`, starting one with these
+    /// settings if none answers.
+    pub fn join_config(
+        &self,
+        db: &Path,
+        options: Options,
+        client: String,
+        settle_timeout: Duration,
+    ) -> std::io::Result<JoinConfig> {
+        Ok(JoinConfig {
+            db: db.to_owned(),
+            runtime_dir: self.database.runtime_dir.clone(),
+            options,
+            settings: self.engine.settings(),
+            client,
+            launcher: self.owner_launcher(db)?,
+            settle_timeout,
+        })
+    }
+
+    /// How to start an owner of `db` with these settings: this very binary, in owner mode.
+    pub fn owner_launcher(&self, db: &Path) -> std::io::Result<OwnerLauncher> {
+        let program = std::env::current_exe()?;
+        let mut args: Vec<OsString> = vec!["owner".into(), "--notify-ready".into(), "--db".into(), db.into()];
+        args.extend(["--idle".into(), format!("{}ms", self.owner_idle.as_millis()).into()]);
+        if let Some(bytes) = self.engine.max_value_bytes {
+            args.extend(["--max-value-bytes".into(), bytes.to_string().into()]);
+        }
+        if let Some(keep) = self.engine.history_retention {
+            args.extend(["--history-retention".into(), keep.to_string().into()]);
+        }
+        Ok(OwnerLauncher { program, args })
+    }
+}
+
+/// `<binary> owner`: hold a database and serve every process on it.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OwnerArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+
+    /// Exit after this long without clients (e.g. 30s, 5m, 1h); 0s exits when the last one
+    /// leaves (a new owner waits at least 1s for its first)
+    #[arg(long, env = "STATE_OWNER_IDLE", value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub idle: Duration,
+
+    /// Log filter for the owner's log file, e.g. "info" or "state_api=debug"
+    #[arg(long, env = "STATE_LOG", default_value = "info")]
+    pub log: String,
+
+    /// Print one JSON readiness line on stdout once serving (used by the client that starts it)
+    #[arg(long, hide = true)]
+    pub notify_ready: bool,
+}
+
+/// Which tools a client is served.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ToolArgs {
+    /// Also expose the tools of a server this one replaces, with its names and result shapes
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PROFILE")]
+    pub compat: Vec<ProfileArg>,
+
+    /// Expose only these tool groups (default: all), to keep a client's tool list short
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "GROUPS", env = "STATE_TOOLS")]
+    pub tools: Vec<GroupArg>,
+}
+
+impl ToolArgs {
+    pub fn options(&self) -> Options {
+        Options::new(self.compat.iter().map(|p| Profile::from(*p)), self.tools.iter().map(|g| ToolGroup::from(*g)))
+    }
+}
+
+/// A compatibility profile selectable on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileArg {
+    /// The agentcheckpoint server's tools: get_state, set_state, force_set_state, list_state, delete_state.
+    Agentcheckpoint,
+    /// mcp-state-sidecar's tools by name and shape (state_*, workflow_*, lease_*, session_*,
+    /// history_log, sidecar_health, sidecar_reset), replacing ours of the same name.
+    Sidecar,
+    /// Caxton's StateTool interface: store, retrieve, delete, list, exists, batch_store, batch_retrieve.
+    Caxton,
+}
+
+impl From<ProfileArg> for Profile {
+    fn from(arg: ProfileArg) -> Profile {
+        match arg {
+            ProfileArg::Agentcheckpoint => Profile::AgentCheckpoint,
+            ProfileArg::Sidecar => Profile::Sidecar,
+            ProfileArg::Caxton => Profile::Caxton,
+        }
+    }
+}
+
+/// A tool group selectable on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GroupArg {
+    /// Keys: get, set, delete, list, batch get, transactions, history.
+    Kv,
+    /// Leases with fencing tokens.
+    Lease,
+    /// Workflow runs: create, claim, checkpoint, resume, finish.
+    Workflow,
+    /// Versioned session snapshots.
+    Session,
+    /// Health and reset.
+    Admin,
+    /// state_watch: wait for changes instead of polling.
+    Watch,
+}
+
+impl From<GroupArg> for ToolGroup {
+    fn from(arg: GroupArg) -> ToolGroup {
+        match arg {
+            GroupArg::Kv => ToolGroup::Kv,
+            GroupArg::Lease => ToolGroup::Lease,
+            GroupArg::Workflow => ToolGroup::Workflow,
+            GroupArg::Session => ToolGroup::Session,
+            GroupArg::Admin => ToolGroup::Admin,
+            GroupArg::Watch => ToolGroup::Watch,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "no data directory is known for this user (set $HOME or $XDG_DATA_HOME), so there is no default database: pass --db PATH"
+)]
+pub struct NoDataDir;
+
+/// `path`, or `$XDG_DATA_HOME/state/state.redb`.
+pub fn database_path(path: Option<&Path>) -> Result<PathBuf, NoDataDir> {
+    match path {
+        Some(path) => Ok(path.to_owned()),
+        None => Ok(dirs::data_dir().ok_or(NoDataDir)?.join("state").join("state.redb")),
+    }
+}
+
+/// A duration such as `250ms`, `30s`, `5m` or `1h`; a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number.parse().map_err(|_| format!("`{text}` is not a duration such as 500ms, 30s, 5m or 1h"))?;
+    let seconds = match unit.trim() {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        other => return Err(format!("unknown unit `{other}` in `{text}`: use ms, s, m or h")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("`{text}`: {e}"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,31 @@
+use std::time::Duration;
+
+use super::*;
+
+#[test]
+fn durations_take_units() {
+    for (text, millis) in [("250ms", 250), ("30s", 30_000), ("5m", 300_000), ("1h", 3_600_000), ("2", 2_000), ("0s", 0)]
+    {
+        assert_eq!(parse_duration(text), Ok(Duration::from_millis(millis)), "{text}");
+    }
+    assert!(parse_duration("5 weeks").unwrap_err().contains("unknown unit"));
+    assert!(parse_duration("soon").unwrap_err().contains("not a duration"));
+}
+
+#[test]
+fn the_owner_is_started_with_this_clients_settings() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        store: StoreArgs,
+    }
+    let cli = Cli::parse_from(["x", "--db", "/d/s.redb", "--owner-idle", "90s", "--max-value-bytes", "2048"]);
+    let launcher = cli.store.owner_launcher(Path::new("/d/s.redb")).unwrap();
+    let args: Vec<String> = launcher.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    assert_eq!(
+        args,
+        ["owner", "--notify-ready", "--db", "/d/s.redb", "--idle", "90000ms", "--max-value-bytes", "2048"]
+    );
+    assert_eq!(cli.store.engine.settings(), Settings { max_value_bytes: Some(2048), history_retention: None });
+}

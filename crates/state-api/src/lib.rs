@@ -1,0 +1,38 @@
+//! `state-api`: the operation seam every frontend holds.
+//!
+//! One entry point, [`Api::call`]`(operation, arguments) -> `[`Reply`]: a typed outcome class
+//! beside a JSON body. Two implementations sit behind it: [`Local`], the engine in this
+//! process, and a client of the database's owner (see [`Api::join`]): the one process that
+//! holds the database file and serves every other process on it over a private Unix socket
+//! ([`owner`]).
+//!
+//! Argument parsing, compatibility profiles and result encoding live here, once, so the MCP
+//! tools, the REST routes and the CLI cannot disagree.
+
+mod api;
+pub mod auth;
+mod classify;
+pub mod cli;
+mod http;
+mod local;
+mod logfile;
+mod options;
+pub mod owner;
+mod paths;
+mod remote;
+mod reply;
+mod settle;
+mod watch;
+mod wire;
+
+pub use api::Api;
+pub use classify::Classify;
+pub use http::{HttpConfig, HttpError};
+pub use local::{Local, StandaloneError};
+pub use logfile::{CappedLog, DEFAULT_LOG_CAP, owner_log_path};
+pub use options::Options;
+pub use paths::{PathError, RUNTIME_DIR_ENV, Rendezvous};
+pub use remote::{JoinConfig, JoinError, Joined, OwnerLauncher};
+pub use reply::{ApiError, ErrorCode, Outcome, Reply};
+pub use watch::Watcher;
+pub use wire::{Settings, WIRE_VERSION, Welcome};

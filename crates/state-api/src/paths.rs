@@ -1,0 +1,113 @@
+//! Where a database's owner listens: a Unix socket in a directory only this user can enter,
+//! named after the database's canonical path. Never a TCP port.
+
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// The environment variable that overrides the directory owner sockets live in.
+pub const RUNTIME_DIR_ENV: &str = "STATE_RUNTIME_DIR";
+
+/// One database's meeting point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendezvous {
+    /// The database file, as an absolute path without symlinks in its directory part.
+    pub db: PathBuf,
+    /// The private directory the socket lives in.
+    pub dir: PathBuf,
+    pub socket: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathError {
+    #[error("cannot create the directory for database {}: {source}", path.display())]
+    DatabaseDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot create the owner socket directory {}: {source}", path.display())]
+    CreateRuntimeDir { path: PathBuf, source: std::io::Error },
+    #[error("refusing the owner socket directory {}: it {reason}. {fix}", path.display())]
+    UnsafeRuntimeDir { path: PathBuf, reason: String, fix: String },
+}
+
+impl Rendezvous {
+    /// Finds (and creates, private, if missing) the socket directory for `db`. `runtime_dir`
+    /// overrides the default: `$XDG_RUNTIME_DIR/state`, else `/tmp/state-<uid>`.
+    pub fn for_database(db: &Path, runtime_dir: Option<&Path>) -> Result<Rendezvous, PathError> {
+        let db = canonical_database(db)?;
+        let dir = runtime_dir.map_or_else(default_runtime_dir, Path::to_path_buf);
+        ensure_private_dir(&dir)?;
+        let socket = dir.join(format!("{:016x}.sock", fnv1a(db.as_os_str().as_bytes())));
+        Ok(Rendezvous { db, dir, socket })
+    }
+}
+
+/// The database path every process on it agrees on: its directory resolved (created first, so
+/// it can be), its file name kept.
+fn canonical_database(db: &Path) -> Result<PathBuf, PathError> {
+    let absolute = if db.is_absolute() {
+        db.to_path_buf()
+    } else {
+        std::env::current_dir().map_err(|source| PathError::DatabaseDir { path: db.to_owned(), source })?.join(db)
+    };
+    let parent = absolute.parent().unwrap_or(Path::new("/"));
+    let name = absolute.file_name().unwrap_or_default();
+    std::fs::create_dir_all(parent).map_err(|source| PathError::DatabaseDir { path: db.to_owned(), source })?;
+    let parent = parent.canonicalize().map_err(|source| PathError::DatabaseDir { path: db.to_owned(), source })?;
+    Ok(parent.join(name))
+}
+
+fn default_runtime_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => dir.join("state"),
+        _ => std::env::temp_dir().join(format!("state-{}", uid())),
+    }
+}
+
+pub(crate) fn uid() -> u32 {
+    rustix::process::getuid().as_raw()
+}
+
+/// Creates `dir` (mode 0700) if missing, then checks that it is a real directory owned by this
+/// user that nobody else can enter: otherwise another user could listen in the owner's place.
+fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|source| PathError::CreateRuntimeDir { path: dir.to_owned(), source })?;
+    }
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|source| PathError::CreateRuntimeDir { path: dir.to_owned(), source })?;
+    let unsafe_dir = |reason: String, fix: String| PathError::UnsafeRuntimeDir { path: dir.to_owned(), reason, fix };
+    let elsewhere = format!("or set {RUNTIME_DIR_ENV} to a directory of your own");
+    if meta.file_type().is_symlink() {
+        return Err(unsafe_dir("is a symbolic link".into(), format!("Remove it, {elsewhere}")));
+    }
+    if !meta.is_dir() {
+        return Err(unsafe_dir("is not a directory".into(), format!("Remove it, {elsewhere}")));
+    }
+    if meta.uid() != uid() {
+        return Err(unsafe_dir(
+            format!("belongs to uid {}, not to this user (uid {})", meta.uid(), uid()),
+            format!("Have it removed, {elsewhere}"),
+        ));
+    }
+    let mode = meta.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(unsafe_dir(
+            format!("has mode {mode:04o}, so other users can reach sockets in it"),
+            format!("Run `chmod 700 {}`, {elsewhere}", dir.display()),
+        ));
+    }
+    Ok(())
+}
+
+/// FNV-1a, 64 bits: a short, stable file name for a path (socket paths are limited to about
+/// 100 bytes). Collisions are caught by the handshake, which names the database.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash: u64, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,520 @@
+//! A client of a database's owner: the seam's second implementation.
+//!
+//! [`join`] connects to the owner, or starts one (a detached process running the same binary
+//! in owner mode) when none answers, then says hello with this client's tool choices. If the
+//! owner dies, the next call (or the reader noticing the connection end) rejoins: some joiner
+//! starts a new owner, the database's file lock picks exactly one, and everyone reconnects.
+//! Calls in flight are resent; a mutating call carries an idempotency key, so a write the old
+//! owner committed is answered from its record instead of applying twice.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use serde_json::Value;
+use state_core::catalog::Operation;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::options::Options;
+use crate::paths::{PathError, RUNTIME_DIR_ENV, Rendezvous, uid};
+use crate::reply::{ApiError, ErrorCode, Reply};
+use crate::settle::{self, RequestIds, Unreached};
+use crate::wire::{self, Call, Greeting, Hello, PROTOCOL, Readiness, ReplyFrame, Settings, WIRE_VERSION, Welcome};
+
+/// How long a hello may wait for its answer before the listener is judged not to be an owner.
+const GREETING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How a joiner starts an owner when none answers: a program and its arguments (the same
+/// binary, in owner mode, with this client's engine settings).
+#[derive(Debug, Clone)]
+pub struct OwnerLauncher {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+}
+
+#[derive(Debug, Clone)]
+pub struct JoinConfig {
+    pub db: PathBuf,
+    pub runtime_dir: Option<PathBuf>,
+    /// The tools this client is served.
+    pub options: Options,
+    /// Engine settings this client asked for; the owner's apply.
+    pub settings: Settings,
+    /// Who is joining, e.g. `state-mcp 0.1.0`.
+    pub client: String,
+    pub launcher: OwnerLauncher,
+    /// How long to keep trying to reach (or start) an owner before giving up on a call.
+    pub settle_timeout: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JoinError {
+    #[error(transparent)]
+    Paths(#[from] PathError),
+    #[error(
+        "something other than a state owner is listening at {} ({detail}); stop it, or set {RUNTIME_DIR_ENV} to another directory",
+        socket.display()
+    )]
+    NotAnOwner { socket: PathBuf, detail: String },
+    #[error(
+        "the owner of {} (pid {pid}, state {owner_version}) speaks owner wire version {owner_wire}, but this {client} speaks version {ours}: \
+         stop the old owner with `kill {pid}` (it finishes queued writes and closes the database cleanly), then start again",
+        db.display(), ours = WIRE_VERSION
+    )]
+    VersionSkew { db: PathBuf, pid: u32, owner_version: String, owner_wire: u32, client: String },
+    #[error("the owner of {} (pid {pid}) refused this client: {message}", db.display())]
+    Refused { db: PathBuf, pid: u32, message: String },
+    #[error(
+        "database {} is held by {holder}, which does not share it; stop that process (or run it without --standalone) so that clients can share the database",
+        db.display()
+    )]
+    HeldAlone { db: PathBuf, holder: String },
+    #[error("the owner started for {} could not serve it: {message}", db.display())]
+    OwnerFailed { db: PathBuf, message: String },
+    #[error("cannot start an owner for {} with {}: {source}", db.display(), program.display())]
+    Launch { db: PathBuf, program: PathBuf, source: std::io::Error },
+    #[error("no owner of {} could be reached or started within {waited:?}: {detail}", db.display())]
+    Unreachable { db: PathBuf, waited: Duration, detail: String },
+}
+
+impl JoinError {
+    /// Whether trying again later might help (as opposed to a setup the user must fix).
+    fn is_transient(&self) -> bool {
+        matches!(self, JoinError::Unreachable { .. })
+    }
+}
+
+/// A joined owner, as the first connection found it.
+#[derive(Debug, Clone)]
+pub struct Joined {
+    pub welcome: Welcome,
+    /// This process started the owner (no owner was answering).
+    pub started_owner: bool,
+}
+
+/// The client half of the seam.
+#[derive(Clone)]
+pub(crate) struct Remote {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: JoinConfig,
+    rendezvous: Rendezvous,
+    /// The live connection, if any. Held across a (re)join so concurrent callers wait for
+    /// one join instead of starting one each.
+    current: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    next_call: AtomicU64,
+    request_ids: RequestIds,
+    closing: AtomicBool,
+}
+
+struct Connection {
+    writer: tokio::sync::Mutex<OwnedWriteHalf>,
+    pending: Mutex<Pending>,
+    welcome: Welcome,
+}
+
+#[derive(Default)]
+struct Pending {
+    closed: bool,
+    waiting: HashMap<u64, oneshot::Sender<ReplyFrame>>,
+    /// Open watches: their frames after the first go here.
+    streams: HashMap<u64, watch::Stream>,
+}
+
+/// Why a call did not get its reply on a connection.
+struct Lost {
+    /// The call may have reached the owner.
+    sent: bool,
+}
+
+/// Connects to the owner of `config.db`, starting one if none answers.
+pub(crate) async fn join(config: JoinConfig) -> Result<(Remote, Joined), JoinError> {
+    let rendezvous = Rendezvous::for_database(&config.db, config.runtime_dir.as_deref())?;
+    let remote = Remote {
+        inner: Arc::new(Inner {
+            config,
+            rendezvous,
+            current: tokio::sync::Mutex::new(None),
+            next_call: AtomicU64::new(1),
+            request_ids: RequestIds::new(),
+            closing: AtomicBool::new(false),
+        }),
+    };
+    let deadline = Instant::now() + remote.inner.config.settle_timeout;
+    let mut current = remote.inner.current.lock().await;
+    let (connection, started_owner) = establish(&remote.inner, deadline).await?;
+    let joined = Joined { welcome: connection.welcome.clone(), started_owner };
+    *current = Some(connection);
+    drop(current);
+    Ok((remote, joined))
+}
+
+impl Remote {
+    pub(crate) async fn call(&self, op: Operation, args: Value) -> Reply {
+        self.call_with_id(op, args, None).await
+    }
+
+    /// Calls `op`; a mutating call carries an idempotency key: the one in its arguments, else
+    /// `request_id`, else a fresh one of this process's.
+    pub(crate) async fn call_with_id(&self, op: Operation, args: Value, request_id: Option<String>) -> Reply {
+        let inner = &self.inner;
+        let request_id = inner.request_ids.for_call(op, &args, request_id);
+        let id = inner.next_call.fetch_add(1, Ordering::Relaxed);
+        let call = Call { id, op: op.id(), args, request_id, ..Call::default() };
+        let frame = match wire::encode(&call) {
+            Ok(frame) => frame,
+            Err(e) => return Reply::error(ApiError::new(ErrorCode::Internal, format!("cannot encode a call: {e}"))),
+        };
+        let deadline = Instant::now() + inner.config.settle_timeout;
+        let mut sent = false;
+        loop {
+            let connection = match connection(inner, deadline).await {
+                Ok(connection) => connection,
+                Err(error) => return unsettled(op, &call, sent, &error),
+            };
+            match connection.send(id, &frame).await {
+                Ok(reply) => return reply.into_reply(),
+                Err(lost) => {
+                    sent |= lost.sent;
+                    forget(inner, &connection).await;
+                    tracing::debug!(op = op.name(), "connection to the owner lost during a call; rejoining");
+                }
+            }
+        }
+    }
+
+    /// Stops using the owner: closes the connection so the owner counts one client fewer.
+    pub(crate) async fn close(&self) {
+        self.inner.closing.store(true, Ordering::SeqCst);
+        if let Some(connection) = self.inner.current.lock().await.take() {
+            let _ = connection.writer.lock().await.shutdown().await;
+        }
+    }
+}
+
+/// The live connection, joining again (and starting an owner if need be) when there is none.
+/// Boxed: rejoining spawns a reader that may rejoin in turn.
+fn connection(
+    inner: &Arc<Inner>,
+    deadline: Instant,
+) -> Pin<Box<dyn Future<Output = Result<Arc<Connection>, JoinError>> + Send + '_>> {
+    Box::pin(async move {
+        let mut current = inner.current.lock().await;
+        if let Some(connection) = current.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(connection.clone());
+        }
+        let (connection, started) = establish(inner, deadline).await?;
+        tracing::info!(
+            owner_pid = connection.welcome.pid,
+            started_owner = started,
+            "rejoined the owner of {}",
+            inner.rendezvous.db.display()
+        );
+        *current = Some(connection.clone());
+        Ok(connection)
+    })
+}
+
+/// Drops `dead` as the current connection (unless a newer one already replaced it).
+async fn forget(inner: &Inner, dead: &Arc<Connection>) {
+    let mut current = inner.current.lock().await;
+    if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, dead)) {
+        *current = None;
+    }
+}
+
+/// The answer to a call that could not be brought to an owner before the deadline.
+fn unsettled(op: Operation, call: &Call, sent: bool, error: &JoinError) -> Reply {
+    let why = Unreached {
+        transient: error.is_transient(),
+        reason: error.to_string(),
+        lost: "it reached the store's owner, which stopped before answering",
+    };
+    settle::unsettled(op, call.request_id.as_deref(), sent, &why)
+}
+
+impl Connection {
+    fn is_closed(&self) -> bool {
+        self.pending.lock().map_or(true, |p| p.closed)
+    }
+
+    async fn send(&self, id: u64, frame: &[u8]) -> Result<ReplyFrame, Lost> {
+        let (tx, rx) = oneshot::channel();
+        {
+            let Ok(mut pending) = self.pending.lock() else { return Err(Lost { sent: false }) };
+            if pending.closed {
+                return Err(Lost { sent: false });
+            }
+            pending.waiting.insert(id, tx);
+        }
+        if self.write(frame).await.is_err() {
+            // Part of the frame may have gone out: only its absence from the log could say.
+            self.close();
+            return Err(Lost { sent: true });
+        }
+        rx.await.map_err(|_| Lost { sent: true })
+    }
+
+    /// Marks the connection dead and wakes every waiting call and watch (their senders drop).
+    fn close(&self) {
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.closed = true;
+            pending.waiting.clear();
+            pending.streams.clear();
+        }
+    }
+
+    /// Writes one frame whole; an error means the connection is unusable.
+    async fn write(&self, frame: &[u8]) -> std::io::Result<()> {
+        self.writer.lock().await.write_all(frame).await
+    }
+}
+
+/// Reads replies until the connection ends, then closes it and, unless this client is
+/// closing, rejoins at once so the owner is replaced even when no call is waiting.
+async fn read_replies(
+    connection: Weak<Connection>,
+    mut reader: BufReader<tokio::net::unix::OwnedReadHalf>,
+    inner: Weak<Inner>,
+) {
+    let mut line = Vec::new();
+    while let Ok(true) = wire::read_line(&mut reader, &mut line, usize::MAX).await {
+        let Some(connection) = connection.upgrade() else { return };
+        let Ok(frame) = serde_json::from_slice::<ReplyFrame>(&line) else {
+            tracing::warn!("the owner sent a malformed reply; reconnecting");
+            break;
+        };
+        let Ok(mut pending) = connection.pending.lock() else { break };
+        if let Some(waiter) = pending.waiting.remove(&frame.id) {
+            drop(pending);
+            let _ = waiter.send(frame);
+        } else if let Some(unwanted) = watch::deliver(&mut pending, frame) {
+            drop(pending);
+            tokio::spawn(watch::stop(connection, unwanted));
+        }
+    }
+    let Some(connection) = connection.upgrade() else { return };
+    connection.close();
+    let Some(inner) = inner.upgrade() else { return };
+    if inner.closing.load(Ordering::SeqCst) {
+        return;
+    }
+    tracing::warn!(owner_pid = connection.welcome.pid, "the owner went away; rejoining");
+    forget(&inner, &connection).await;
+    let deadline = Instant::now() + inner.config.settle_timeout;
+    if let Err(error) = self::connection(&inner, deadline).await {
+        // The next call tries again and reports it.
+        tracing::warn!(%error, "could not rejoin an owner yet");
+    }
+}
+
+/// Connects to the owner, starting one whenever none answers, until `deadline`.
+async fn establish(inner: &Arc<Inner>, deadline: Instant) -> Result<(Arc<Connection>, bool), JoinError> {
+    let config = &inner.config;
+    let db = inner.rendezvous.db.clone();
+    let mut backoff = Duration::from_millis(1);
+    let mut started_owner = false;
+    // What stood in the way last time, reported if the deadline passes.
+    let mut problem;
+    loop {
+        match connect(inner).await {
+            Ok(connection) => return Ok((connection, started_owner)),
+            Err(Attempt::Fatal(error)) => return Err(error),
+            Err(Attempt::Absent(absent)) => problem = absent,
+        }
+        if Instant::now() < deadline {
+            // Nobody answers: start an owner. The database's file lock lets exactly one of the
+            // processes doing this at the same moment become it; the others join it.
+            match launch(inner, deadline).await? {
+                Launched::Ready => {
+                    started_owner = true;
+                    continue;
+                }
+                Launched::HeldBy { role, holder } => {
+                    if role.as_deref() == Some("standalone") {
+                        return Err(JoinError::HeldAlone { db, holder });
+                    }
+                    problem = format!("the database is held by {holder}, which is not answering");
+                }
+                Launched::Failed(failed) => problem = failed,
+                Launched::Fatal(message) => return Err(JoinError::OwnerFailed { db, message }),
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(JoinError::Unreachable { db, waited: config.settle_timeout, detail: problem });
+        }
+        // Another process holds the database and is about to listen (or is opening a large
+        // database after a crash): try again shortly.
+        tokio::time::sleep(backoff.min(deadline.saturating_duration_since(Instant::now()))).await;
+        backoff = (backoff * 2).min(Duration::from_millis(100));
+    }
+}
+
+enum Attempt {
+    /// Nobody is listening, or the listener is going away: start or wait for an owner.
+    Absent(String),
+    /// A setup the user has to fix: retrying will not help.
+    Fatal(JoinError),
+}
+
+async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Attempt> {
+    let socket = &inner.rendezvous.socket;
+    let not_an_owner = |detail: String| Attempt::Fatal(JoinError::NotAnOwner { socket: socket.clone(), detail });
+    let stream = match UnixStream::connect(socket).await {
+        Ok(stream) => stream,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Err(not_an_owner(format!("connecting was refused: {e}")));
+        }
+        Err(e) => return Err(Attempt::Absent(format!("nothing is listening at {} ({e})", socket.display()))),
+    };
+    match stream.peer_cred() {
+        Ok(cred) if cred.uid() == uid() => {}
+        Ok(cred) => return Err(not_an_owner(format!("the listener runs as uid {}, not as this user", cred.uid()))),
+        Err(e) => return Err(not_an_owner(format!("cannot read the listener's credentials: {e}"))),
+    }
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let config = &inner.config;
+    let hello = Hello {
+        protocol: PROTOCOL.into(),
+        wire: WIRE_VERSION,
+        client: config.client.clone(),
+        pid: std::process::id(),
+        db: inner.rendezvous.db.clone(),
+        options: config.options.clone(),
+        settings: config.settings,
+    };
+    let frame = wire::encode(&hello).map_err(|e| not_an_owner(format!("cannot encode the hello: {e}")))?;
+    if let Err(e) = write.write_all(&frame).await {
+        return Err(Attempt::Absent(format!("the owner closed the connection during the handshake ({e})")));
+    }
+    let mut line = Vec::new();
+    let read =
+        tokio::time::timeout(GREETING_TIMEOUT, wire::read_line(&mut reader, &mut line, wire::MAX_HANDSHAKE_BYTES))
+            .await;
+    match read {
+        Err(_) => return Err(not_an_owner(format!("no answer to the hello within {GREETING_TIMEOUT:?}"))),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(not_an_owner("it answered with an overlong line".into()));
+        }
+        Ok(Err(e)) => return Err(Attempt::Absent(format!("the handshake failed ({e}); the owner may be stopping"))),
+        Ok(Ok(false)) => return Err(Attempt::Absent("the owner closed the connection during the handshake".into())),
+        Ok(Ok(true)) => {}
+    }
+    let greeting = match serde_json::from_slice::<Greeting>(&line) {
+        Ok(greeting) => greeting,
+        Err(_) => {
+            let said = String::from_utf8_lossy(&line);
+            let said: String = said.trim_end().chars().take(80).collect();
+            return Err(not_an_owner(format!("it answered {said:?}")));
+        }
+    };
+    let db = inner.rendezvous.db.clone();
+    let welcome = match greeting {
+        Greeting::Welcome(welcome) if welcome.protocol == PROTOCOL && welcome.wire == WIRE_VERSION => welcome,
+        Greeting::Welcome(Welcome { protocol, .. }) | Greeting::Refused(wire::Refused { protocol, .. })
+            if protocol != PROTOCOL =>
+        {
+            return Err(not_an_owner(format!("it speaks `{protocol}`")));
+        }
+        Greeting::Welcome(Welcome { pid, version, wire, .. })
+        | Greeting::Refused(wire::Refused { pid, version, wire, .. })
+            if wire != WIRE_VERSION =>
+        {
+            return Err(Attempt::Fatal(JoinError::VersionSkew {
+                db,
+                pid,
+                owner_version: version,
+                owner_wire: wire,
+                client: config.client.clone(),
+            }));
+        }
+        Greeting::Refused(refused) => {
+            return Err(Attempt::Fatal(JoinError::Refused { db, pid: refused.pid, message: refused.message }));
+        }
+        Greeting::Welcome(welcome) => welcome,
+    };
+    let connection = Arc::new(Connection {
+        writer: tokio::sync::Mutex::new(write),
+        pending: Mutex::new(Pending::default()),
+        welcome,
+    });
+    tokio::spawn(read_replies(Arc::downgrade(&connection), reader, Arc::downgrade(inner)));
+    Ok(connection)
+}
+
+/// What starting an owner came to.
+enum Launched {
+    /// It is listening.
+    Ready,
+    /// Another process holds the database (in `role`, if it said).
+    HeldBy { role: Option<String>, holder: String },
+    /// It stopped, for a reason that may pass.
+    Failed(String),
+    /// It stopped for a reason that retrying will not fix (an unsafe socket directory, say).
+    Fatal(String),
+}
+
+async fn launch(inner: &Inner, deadline: Instant) -> Result<Launched, JoinError> {
+    let launcher = &inner.config.launcher;
+    let mut command = tokio::process::Command::new(&launcher.program);
+    command
+        .args(&launcher.args)
+        .env(RUNTIME_DIR_ENV, &inner.rendezvous.dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        // The owner logs to its own file. Inheriting this process's stderr would keep the
+        // client's pipe open for as long as the owner lives.
+        .stderr(std::process::Stdio::null())
+        // Its own process group: a signal meant for the client that started it (Ctrl-C in a
+        // terminal, a client killing its server's group) leaves it alone.
+        .process_group(0)
+        .kill_on_drop(false);
+    let mut child = command.spawn().map_err(|source| JoinError::Launch {
+        db: inner.rendezvous.db.clone(),
+        program: launcher.program.clone(),
+        source,
+    })?;
+    tracing::debug!(pid = child.id(), "started an owner");
+    let Some(stdout) = child.stdout.take() else { return Ok(Launched::Failed("no readiness pipe".into())) };
+    let mut line = String::new();
+    let read = tokio::time::timeout(
+        deadline.saturating_duration_since(Instant::now()),
+        BufReader::new(stdout).read_line(&mut line),
+    )
+    .await;
+    // Not waited for: the owner outlives this process; tokio reaps it if it exits first.
+    drop(child);
+    match read {
+        Ok(Ok(n)) if n > 0 => {}
+        Ok(_) => return Ok(Launched::Failed("the owner it started stopped before it was ready".into())),
+        Err(_) => return Ok(Launched::Failed("the owner it started was not ready in time".into())),
+    }
+    match serde_json::from_str::<Readiness>(line.trim_end()) {
+        Ok(Readiness { ready: true, .. }) => Ok(Launched::Ready),
+        Ok(Readiness { held: true, holder_role, message, .. }) => {
+            Ok(Launched::HeldBy { role: holder_role, holder: message })
+        }
+        Ok(Readiness { fatal: true, message, .. }) => Ok(Launched::Fatal(message)),
+        Ok(Readiness { message, .. }) => Ok(Launched::Failed(message)),
+        Err(_) => Ok(Launched::Failed(format!("the owner it started said {:?}", line.trim_end()))),
+    }
+}
+
+#[cfg(test)]
+mod tests;
+mod watch;
+
+pub(crate) use watch::RemoteWatch;
