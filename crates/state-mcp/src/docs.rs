@@ -4,6 +4,7 @@
 use rmcp::model::{Resource, ResourceContents};
 use state_core::catalog::Profile;
 
+#[derive(Debug, PartialEq)]
 pub(crate) struct Doc {
     pub(crate) uri: &'static str,
     name: &'static str,

@@ -1,8 +1,8 @@
 //! `state-mcp`: the state store as an MCP server over stdio.
 //!
 //! This crate only translates the protocol: tools are generated from the operation catalog in
-//! `state-core`, calls go through `state_store::dispatch`, and results are rendered as MCP tool
-//! results in one place (`render`). The server is generic over any byte stream, so tests can
+//! `state-core`, calls go through the seam (`state_api::Api`: an engine in this process, or the
+//! database's owner), and replies are rendered as MCP tool results in one place (`render`). The server is generic over any byte stream, so tests can
 //! drive it through in-memory pipes as well as through the real binary.
 
 // stdout belongs to the MCP protocol.
@@ -10,12 +10,12 @@
 
 mod docs;
 mod legacy_json;
-mod options;
 mod render;
+mod resources;
 mod server;
+mod subscriptions;
 mod tools;
 
-pub use options::{GroupArg, Options, ProfileArg};
 pub use server::StateServer;
 
 use rmcp::ServiceExt;

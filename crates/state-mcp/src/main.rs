@@ -1,49 +1,68 @@
-//! `state-mcp`: wiring only. Parse arguments, set up logging, open the store, serve stdio.
+//! `state-mcp`: wiring only. Parse arguments, set up logging, reach the store (join the
+//! database's owner, starting it if needed; or hold the database alone), serve MCP on stdio.
+//! `state-mcp owner` is the owner itself.
 
-// stdout belongs to the MCP protocol.
+// stdout belongs to the MCP protocol (and, in owner mode, to the readiness line).
 #![deny(clippy::print_stdout)]
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::Parser;
-use state_mcp::{GroupArg, Options, ProfileArg, StateServer};
-use state_store::{Engine, EngineConfig, RedbBackend, SystemClock};
+use clap::{Parser, Subcommand};
+use state_api::cli::{OwnerArgs, StoreArgs, ToolArgs};
+use state_api::owner;
+use state_api::{Api, HttpConfig, Joined, Local, Settings};
+use state_mcp::StateServer;
+use tracing_subscriber::fmt::writer::MakeWriterExt;
 
 /// Durable, atomic, shared state for AI agents, served over MCP on stdin/stdout.
 ///
 /// An MCP client starts this process and talks to it over stdin/stdout. Every client that
-/// starts it with the same --db reaches the same store.
+/// starts it with the same --db reaches the same store: the first one starts the database's
+/// owner (this binary in `owner` mode, detached), and every process on the database, this one
+/// included, joins it over a private Unix socket. The owner outlives the client that started
+/// it, is replaced by a new one if it dies, and exits after a few idle minutes.
 #[derive(Debug, Parser)]
-#[command(version, about, long_about, max_term_width = 100, after_help = EXAMPLES, after_long_help = EXAMPLES)]
-struct Args {
-    /// Database file [default: $XDG_DATA_HOME/state/state.redb, i.e. ~/.local/share/state/state.redb]
-    #[arg(long, env = "STATE_DB", value_name = "PATH")]
-    db: Option<PathBuf>,
+#[command(
+    version,
+    about,
+    long_about,
+    max_term_width = 100,
+    after_help = EXAMPLES,
+    after_long_help = EXAMPLES,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
 
-    /// Also expose the tools of a server this one replaces, with its names and result shapes
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "PROFILE")]
-    compat: Vec<ProfileArg>,
+    #[command(flatten)]
+    store: StoreArgs,
 
-    /// Expose only these tool groups (default: all), to keep a client's tool list short
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "GROUPS", env = "STATE_TOOLS")]
-    tools: Vec<GroupArg>,
+    #[command(flatten)]
+    tools: ToolArgs,
 
-    /// Largest value accepted, in bytes of JSON
-    #[arg(long, env = "STATE_MAX_VALUE_BYTES", default_value_t = state_core::limits::DEFAULT_MAX_VALUE_BYTES)]
-    max_value_bytes: usize,
+    /// Serve a remote state-http instead of a local database, e.g. http://10.0.0.5:7478
+    #[arg(long, env = "STATE_SERVER", value_name = "URL", conflicts_with = "standalone")]
+    server: Option<String>,
 
-    /// Revisions of history to keep (older ones are compacted); 0 keeps all history
-    #[arg(long, env = "STATE_HISTORY_RETENTION", default_value_t = state_store::DEFAULT_HISTORY_RETENTION)]
-    history_retention: u64,
+    /// Bearer token for --server (prefer the environment: a command line is visible to others)
+    #[arg(long, env = "STATE_TOKEN", value_name = "TOKEN", requires = "server", hide_env_values = true)]
+    token: Option<String>,
 
-    /// Log filter for stderr, e.g. "info" or "state_store=debug"
+    /// Log filter for stderr, e.g. "info" or "state_api=debug"
     #[arg(long, env = "STATE_LOG", default_value = "info,rmcp=warn")]
     log: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Hold a database and serve every process on it. Clients start an owner themselves when
+    /// none is running; run one yourself to keep it up (for example under a service manager)
+    Owner(OwnerArgs),
 }
 
 const EXAMPLES: &str = "Examples:
@@ -51,66 +70,128 @@ const EXAMPLES: &str = "Examples:
   claude mcp add state -- state-mcp --db ~/agents.redb   a specific database
   state-mcp --compat agentcheckpoint                     also serve agentcheckpoint's tools
   state-mcp --compat sidecar                             replace mcp-state-sidecar: same tool names
-  state-mcp --tools kv,lease                             only key and lease tools";
+  state-mcp --tools kv,lease                             only key and lease tools
+  state-mcp owner --db ~/agents.redb --idle 1h           run the owner in the foreground
+  STATE_TOKEN=... state-mcp --server http://host:7478     serve a remote state-http over stdio";
+
+/// How long a call keeps trying to reach an owner (rejoining, starting a new one) before it
+/// answers that the store is unavailable. Below the 60 s at which clients cut tool calls.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(20);
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Owner(args)) => run_owner(args),
+        None => run_server(cli),
+    }
+}
+
+fn fail(program: &str, error: anyhow::Error) -> ExitCode {
+    eprintln!("{program}: error: {error:#}");
+    ExitCode::FAILURE
+}
+
+fn run_server(cli: Cli) -> ExitCode {
     // stdout carries the protocol; logs go to stderr, without colour codes.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&args.log).unwrap_or_else(|_| "info".into()))
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| "info".into()))
         .init();
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
-        Err(e) => return fail(anyhow::Error::new(e).context("cannot start the async runtime")),
+        Err(e) => return fail("state-mcp", anyhow::Error::new(e).context("cannot start the async runtime")),
     };
-    match runtime.block_on(run(args)) {
+    match runtime.block_on(serve(cli)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(e),
+        Err(e) => fail("state-mcp", e),
     }
 }
 
-fn fail(error: anyhow::Error) -> ExitCode {
-    eprintln!("state-mcp: error: {error:#}");
-    ExitCode::FAILURE
+async fn serve(cli: Cli) -> anyhow::Result<()> {
+    let options = cli.tools.options();
+    if let Some(url) = &cli.server {
+        let config = HttpConfig { url: url.clone(), token: cli.token.clone(), settle_timeout: SETTLE_TIMEOUT };
+        let api = Api::connect_http(config).await?;
+        tracing::info!("serving MCP on stdio for the state-http server at {url}");
+        return serve_mcp(api, options, url).await;
+    }
+    let db = cli.store.database.database()?;
+    let api = if cli.store.standalone {
+        let local = Local::open_standalone(&db, cli.store.engine.settings())?;
+        tracing::info!(db = %db.display(), "holding the database in this process only (--standalone)");
+        Api::local(local)
+    } else {
+        let client = format!("state-mcp {}", env!("CARGO_PKG_VERSION"));
+        let config = cli
+            .store
+            .join_config(&db, options.clone(), client, SETTLE_TIMEOUT)
+            .context("cannot find this program to start an owner with")?;
+        let (api, joined) = Api::join(config).await?;
+        report_join(&db, &joined, cli.store.engine.settings());
+        api
+    };
+    serve_mcp(api, options, &db.display().to_string()).await
 }
 
-async fn run(args: Args) -> anyhow::Result<()> {
-    let db = match args.db {
-        Some(path) => path,
-        None => dirs::data_dir()
-            .context("no data directory is known for this user; pass --db PATH")?
-            .join("state")
-            .join("state.redb"),
-    };
-    let backend = RedbBackend::open(&db)?;
-    let config = EngineConfig {
-        limits: state_core::Limits { max_value_bytes: args.max_value_bytes },
-        history_retention: (args.history_retention > 0).then_some(args.history_retention),
-        sweep_interval: Duration::from_secs(1),
-        ..EngineConfig::default()
-    };
-    let engine = Engine::new(Arc::new(backend), Arc::new(SystemClock), config)?;
-    let maintenance = engine.start_maintenance();
-    let health = engine.health().await?;
-    tracing::info!(db = %db.display(), revision = health.revision, keys = health.keys, "state-mcp {} serving MCP on stdio", env!("CARGO_PKG_VERSION"));
+/// Serves MCP on stdio through `api` until the client disconnects.
+async fn serve_mcp(api: Api, options: state_api::Options, store: &str) -> anyhow::Result<()> {
     if std::io::stdin().is_terminal() {
         eprintln!(
             "state-mcp {}: an MCP server speaking JSON-RPC on stdin/stdout, for MCP clients to start.\n\
-             database: {}\n\
-             connect a client, e.g.:  claude mcp add state -- state-mcp --db {}\n\
+             store: {store}\n\
+             connect a client, e.g.:  claude mcp add state -- state-mcp --db PATH\n\
              (Ctrl-D quits; `state-mcp --help` lists options)",
             env!("CARGO_PKG_VERSION"),
-            db.display(),
-            db.display(),
         );
     }
-    let server = StateServer::new(engine.clone(), Options::new(&args.compat, &args.tools));
+    let server = StateServer::new(api.clone(), options);
     let (reader, writer) = rmcp::transport::stdio_pipes();
-    state_mcp::serve(server, reader, writer).await?;
-    drop(maintenance);
-    engine.close().await;
-    tracing::info!("client disconnected; database closed");
+    let served = state_mcp::serve(server, reader, writer).await;
+    api.close().await;
+    served?;
+    tracing::info!("client disconnected");
+    Ok(())
+}
+
+/// One stderr line saying whose store this is, and any engine setting not honoured.
+fn report_join(db: &Path, joined: &Joined, asked: Settings) {
+    let owner = &joined.welcome;
+    let log = owner.log_file.as_ref().map_or_else(|| "none".to_owned(), |p| p.display().to_string());
+    let verb = if joined.started_owner { "started the owner of" } else { "joined the owner of" };
+    tracing::info!("{verb} {} (pid {}, state {}); owner log: {log}", db.display(), owner.pid, owner.version);
+    let theirs = owner.settings;
+    if let Some(asked) = asked.max_value_bytes.filter(|a| Some(*a) != theirs.max_value_bytes) {
+        tracing::warn!(
+            "--max-value-bytes {asked} is not in effect: the owner (pid {}) uses {}; engine-wide settings are the owner's (stop it to change them)",
+            owner.pid,
+            theirs.max_value_bytes.map_or_else(|| "its default".into(), |v| v.to_string())
+        );
+    }
+    if let Some(asked) = asked.history_retention.filter(|a| Some(*a) != theirs.history_retention) {
+        tracing::warn!(
+            "--history-retention {asked} is not in effect: the owner (pid {}) keeps {}; engine-wide settings are the owner's (stop it to change them)",
+            owner.pid,
+            theirs.history_retention.map_or_else(|| "its default".into(), |v| v.to_string())
+        );
+    }
+}
+
+fn run_owner(args: OwnerArgs) -> ExitCode {
+    match owner_main(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail("state-mcp owner", e),
+    }
+}
+
+fn owner_main(args: OwnerArgs) -> anyhow::Result<()> {
+    let filter = args.log.clone();
+    owner::main(&args, |log| {
+        // A detached owner has no terminal (its stderr is /dev/null); one run by hand shows its log.
+        let to_terminal = std::io::stderr().is_terminal();
+        let writer = (move || log.clone()).and(std::io::stderr.with_filter(move |_| to_terminal));
+        let filter = tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|_| "info".into());
+        tracing_subscriber::fmt().with_writer(writer).with_ansi(false).with_env_filter(filter).init();
+    })?;
     Ok(())
 }

@@ -1,39 +1,59 @@
-//! The MCP handler: tools from the catalog, docs as resources, nothing else.
+//! The MCP handler: tools from the catalog; docs and the store's records as resources, with
+//! subscriptions to them.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ServerCapabilities,
-    ServerConfig, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceUpdatedNotificationParam,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
-use state_store::Engine;
-use state_store::dispatch;
+use state_api::auth::Principal;
+use state_api::{Api, Options};
 
-use crate::docs;
-use crate::options::Options;
 use crate::render;
+use crate::resources::{self, Target};
+use crate::subscriptions::{self, Subscriptions};
 use crate::tools::ToolSet;
 
-/// Tool and resource lists never change while a server runs, so clients may cache them.
+/// Tool, prompt and template lists never change while a server runs, so clients may cache
+/// them. The resource list holds the store's keys, which change at any time.
 const LIST_TTL_MS: u64 = 3_600_000;
 
 #[derive(Clone)]
 pub struct StateServer {
-    engine: Engine,
+    api: Api,
     tools: Arc<ToolSet>,
     options: Arc<Options>,
+    /// This session's `resources/subscribe` subscriptions.
+    subscriptions: Arc<Subscriptions>,
 }
 
 impl StateServer {
-    pub fn new(engine: Engine, options: Options) -> StateServer {
+    /// A server of the tools `options` choose, calling through `api` (an engine in this
+    /// process, or the database's owner).
+    pub fn new(api: Api, options: Options) -> StateServer {
         let tools = Arc::new(ToolSet::new(&options));
-        StateServer { engine, tools, options: Arc::new(options) }
+        StateServer { api, tools, options: Arc::new(options), subscriptions: Arc::default() }
     }
+
+    /// The handler for one more session: the same tools, its own subscriptions (which stop
+    /// when the session's handler is dropped).
+    pub fn for_session(&self) -> StateServer {
+        StateServer { subscriptions: Arc::default(), ..self.clone() }
+    }
+}
+
+/// The caller over HTTP (the transport attached the request's parts, holding the principal
+/// the auth layer found); under stdio there is none, and the caller is a local process of
+/// the same user.
+fn principal(context: &RequestContext<RoleServer>) -> Option<&Principal> {
+    context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<Principal>())
 }
 
 const INSTRUCTIONS: &str = "Durable, versioned key-value state shared by every agent using this server. \
@@ -41,11 +61,18 @@ Read with state_get; write with state_set passing expected_version from your rea
 A result with status \"conflict\" carries the current version and value: apply your change to that value and retry. \
 Keys look like \"project/x/status\". Leases (lease_*) and workflow runs (workflow_*) hand out fencing tokens: \
 pass them back, and a status \"fenced\" means you lost ownership. Guides: resources state://docs/usage, \
-state://docs/coordination, state://docs/keys, state://docs/what-not-to-store.";
+state://docs/coordination, state://docs/keys, state://docs/what-not-to-store. \
+To wait for a change instead of polling, subscribe to state://kv/{key}, state://lease/{resource_id} or \
+state://workflow/{run_id}, or call state_watch.";
 
 impl ServerHandler for StateServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_prompts();
+        ServerConfig::new(capabilities.build())
             .with_server_info(
                 Implementation::new("state", env!("CARGO_PKG_VERSION"))
                     .with_title("state: durable shared state for AI agents"),
@@ -70,7 +97,7 @@ impl ServerHandler for StateServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let Some(op) = self.tools.get(&request.name) else {
             return Err(McpError::invalid_params(
@@ -82,36 +109,137 @@ impl ServerHandler for StateServer {
         let started = Instant::now();
         // Boxed: rmcp moves each request's future into a task, and an unboxed dispatch future
         // (every operation's state inline) made that copy a sixth of the CPU of a call.
-        let outcome = Box::pin(dispatch::call(&self.engine, op, args)).await;
+        let reply = Box::pin(self.api.call_as(principal(&context), op, args)).await;
         tracing::debug!(
             tool = op.name(),
-            ok = outcome.is_ok(),
+            outcome = reply.outcome.name(),
             micros = started.elapsed().as_micros() as u64,
             "tool call"
         );
-        Ok(render::result(op, outcome).into())
+        Ok(render::reply(op, reply).into())
+    }
+
+    /// The prompts capability is declared so that clients (and the conformance suite) find a
+    /// consistent, cacheable answer; this server offers none yet.
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(Vec::new()).with_ttl_ms(LIST_TTL_MS).with_cache_scope(CacheScope::Public))
     }
 
     async fn list_resources(
         &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (resources, next) = resources::list(&self.api, principal(&context), &self.options.profiles, cursor).await?;
+        let mut result =
+            ListResourcesResult::with_all_items(resources).with_ttl_ms(0).with_cache_scope(CacheScope::Private);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, McpError> {
-        let resources = docs::for_profiles(&self.options.profiles).map(docs::Doc::resource).collect();
-        Ok(ListResourcesResult::with_all_items(resources).with_ttl_ms(LIST_TTL_MS).with_cache_scope(CacheScope::Public))
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates())
+            .with_ttl_ms(LIST_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        match docs::for_profiles(&self.options.profiles).find(|doc| doc.uri == request.uri) {
-            Some(doc) => Ok(ReadResourceResult::new(vec![doc.contents()]).into()),
-            None => Err(McpError::resource_not_found(
-                format!("no resource `{}`; list resources to see the docs this server offers", request.uri),
-                Some(json!({"uri": request.uri})),
-            )),
+        let contents = resources::read(&self.api, principal(&context), &self.options.profiles, &request.uri).await?;
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    /// Accepts the resource URIs this server can follow; list-changed notifications are not
+    /// offered (the tool and template lists never change).
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        let mut accepted = requested.supported_by(&self.get_info().capabilities);
+        if let Some(uris) = &mut accepted.resource_subscriptions {
+            uris.retain(|uri| Target::parse(uri, &self.options.profiles).is_some());
         }
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
+        let caller = principal(context.request_context());
+        let (changed, mut changes) = tokio::sync::mpsc::channel::<String>(64);
+        let mut following = tokio::task::JoinSet::new();
+        for uri in uris {
+            let Some(mut resource) = subscriptions::follow(&self.api, caller, &self.options.profiles, &uri).await?
+            else {
+                continue;
+            };
+            let changed = changed.clone();
+            following.spawn(async move {
+                while resource.changed().await {
+                    if changed.send(resource.uri().to_owned()).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(changed);
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                uri = changes.recv() => match uri {
+                    Some(uri) => {
+                        if context.sink().notify_resource_updated(uri).await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    // Nothing left to follow (only docs, or the store closed): keep the stream
+                    // until the client ends it, as the subscription is still theirs.
+                    None => {
+                        context.cancelled().await;
+                        return Ok(());
+                    }
+                },
+            }
+        }
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let followed =
+            subscriptions::follow(&self.api, principal(&context), &self.options.profiles, &request.uri).await?;
+        let Some(mut resource) = followed else { return Ok(()) };
+        let peer = context.peer.clone();
+        let task = tokio::spawn(async move {
+            while resource.changed().await {
+                let updated = ResourceUpdatedNotificationParam::new(resource.uri().to_owned());
+                if peer.notify_resource_updated(updated).await.is_err() {
+                    break;
+                }
+            }
+        });
+        self.subscriptions.add(request.uri, task.abort_handle());
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscriptions.remove(&request.uri);
+        Ok(())
     }
 }

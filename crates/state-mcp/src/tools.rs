@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rmcp::model::{Tool, ToolAnnotations};
 use state_core::catalog::{Effect, Operation};
 
-use crate::options::Options;
+use state_api::Options;
 
 /// The tools one server exposes, built once at start-up. List order is the catalog's, so it is
 /// stable across calls as MCP requires.
@@ -17,7 +17,7 @@ pub(crate) struct ToolSet {
 
 impl ToolSet {
     pub(crate) fn new(options: &Options) -> ToolSet {
-        let operations = Operation::exposed(&options.profiles, &options.groups);
+        let operations = options.exposed();
         let tools = operations.iter().map(|op| definition(*op)).collect();
         let by_name = operations.iter().map(|op| (op.name(), *op)).collect();
         ToolSet { tools: Arc::new(tools), by_name }

@@ -1,4 +1,5 @@
-//! Crash safety with real processes: a server acknowledges writes, is killed with SIGKILL at a
+//! Crash safety with real processes: a server holding the database alone (`--standalone`, so
+//! the process killed is the one that writes) acknowledges writes, is killed with SIGKILL at a
 //! random moment, and the reopened database holds every acknowledged write, whole, and no
 //! write that was never sent.
 
@@ -48,7 +49,8 @@ fn acknowledged_writes_survive_sigkill() {
     let mut acked: BTreeMap<String, Value> = BTreeMap::new();
     let mut total_acked_this_run = 0;
     for round in 0..ROUNDS {
-        let mut client = McpClient::start(crate::binary(), &["--db", &db_arg], ProtocolEra::Legacy).unwrap();
+        let mut client =
+            McpClient::start(crate::binary(), &["--db", &db_arg, "--standalone"], ProtocolEra::Legacy).unwrap();
         let kill_after = Duration::from_millis(30 + rng.below(250));
         let started = Instant::now();
         let mut in_flight: HashMap<u64, (String, Value)> = HashMap::new();

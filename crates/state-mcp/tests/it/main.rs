@@ -9,10 +9,11 @@ mod bad_input;
 mod caxton;
 mod coordination;
 mod crash;
-mod exclusive;
 mod kv;
 mod protocol;
+mod shared;
 mod sidecar;
+mod watch;
 
 use std::path::{Path, PathBuf};
 
@@ -22,11 +23,55 @@ pub(crate) fn binary() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_state-mcp"))
 }
 
+/// How long owners started by tests wait for clients before exiting: short, so no test
+/// leaves a process behind for long.
+pub(crate) const TEST_OWNER_IDLE: &str = "2s";
+
+/// A temporary directory holding a database and the private directory its owner's socket
+/// lives in, so tests never meet each other's (or the user's) owners.
+pub(crate) struct Place {
+    pub(crate) db: PathBuf,
+    pub(crate) runtime: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Place {
+    pub(crate) fn new() -> Place {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Place { db: dir.path().join("state.redb"), runtime: dir.path().join("run"), _dir: dir }
+    }
+
+    pub(crate) fn db_arg(&self) -> String {
+        self.db.to_string_lossy().into_owned()
+    }
+
+    /// Starts `state-mcp --db <db> <extra>` without a handshake. It joins the database's
+    /// owner, starting one (with the test idle time) if none answers.
+    pub(crate) fn spawn(&self, extra: &[&str]) -> McpClient {
+        let db = self.db_arg();
+        let mut args = vec!["--db", db.as_str()];
+        if !extra.contains(&"--owner-idle") {
+            args.extend(["--owner-idle", TEST_OWNER_IDLE]);
+        }
+        args.extend_from_slice(extra);
+        let runtime = self.runtime.to_string_lossy().into_owned();
+        McpClient::spawn_with_env(binary(), &args, &[("STATE_RUNTIME_DIR", runtime.as_str())]).expect("spawn state-mcp")
+    }
+
+    /// Starts a client of this database and completes the handshake of `era`.
+    pub(crate) fn start(&self, extra: &[&str], era: ProtocolEra) -> McpClient {
+        let mut client = self.spawn(extra);
+        client.handshake(era).expect("server starts and completes the handshake");
+        client
+    }
+}
+
 /// A server on a fresh database in its own temporary directory.
 pub(crate) struct TestServer {
     pub(crate) client: McpClient,
     pub(crate) db: PathBuf,
-    _dir: tempfile::TempDir,
+    /// Keeps the database's directory (and its owner's socket directory) alive.
+    _place: Place,
 }
 
 impl TestServer {
@@ -35,12 +80,8 @@ impl TestServer {
     }
 
     pub(crate) fn start_era(extra: &[&str], era: ProtocolEra) -> TestServer {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let db = dir.path().join("state.redb");
-        let db_arg = db.to_string_lossy().into_owned();
-        let mut args = vec!["--db", db_arg.as_str()];
-        args.extend_from_slice(extra);
-        let client = McpClient::start(binary(), &args, era).expect("server starts and completes the handshake");
-        TestServer { client, db, _dir: dir }
+        let place = Place::new();
+        let client = place.start(extra, era);
+        TestServer { client, db: place.db.clone(), _place: place }
     }
 }

@@ -5,7 +5,7 @@ use state_e2e::ProtocolEra;
 
 use crate::TestServer;
 
-const NATIVE_TOOLS: [&str; 28] = [
+const NATIVE_TOOLS: [&str; 29] = [
     "state_get",
     "state_set",
     "state_delete",
@@ -34,9 +34,10 @@ const NATIVE_TOOLS: [&str; 28] = [
     "session_list",
     "state_health",
     "state_reset",
+    "state_watch",
 ];
 
-const READ_ONLY: [&str; 13] = [
+const READ_ONLY: [&str; 14] = [
     "state_get",
     "state_list",
     "state_batch_get",
@@ -50,6 +51,7 @@ const READ_ONLY: [&str; 13] = [
     "session_restore",
     "session_list",
     "state_health",
+    "state_watch",
 ];
 
 const IDEMPOTENT: [&str; 5] =
@@ -76,9 +78,8 @@ fn both_protocol_eras_are_served() {
     let set = legacy.client.call("state_set", json!({"key": "era", "value": "legacy"})).expect("legacy call");
     assert_eq!(set.json()["status"], "ok");
 
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("m.redb");
-    let mut modern = state_e2e::McpClient::spawn(crate::binary(), &["--db", &db.to_string_lossy()]).unwrap();
+    let place = crate::Place::new();
+    let mut modern = place.spawn(&[]);
     let discovered = modern.handshake(ProtocolEra::Modern).expect("server/discover");
     let versions: Vec<&str> =
         discovered["supportedVersions"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
@@ -91,9 +92,8 @@ fn both_protocol_eras_are_served() {
 
 #[test]
 fn server_info_names_this_server() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("s.redb");
-    let mut client = state_e2e::McpClient::spawn(crate::binary(), &["--db", &db.to_string_lossy()]).unwrap();
+    let place = crate::Place::new();
+    let mut client = place.spawn(&[]);
     let info = client.handshake(ProtocolEra::Legacy).unwrap();
     assert_eq!(info["serverInfo"]["name"], "state");
     assert_eq!(info["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
@@ -172,8 +172,8 @@ fn usage_docs_are_resources() {
 }
 
 #[test]
-fn stdin_eof_ends_the_server_cleanly() {
-    let mut server = TestServer::start(&[]);
+fn stdin_eof_ends_a_standalone_server_cleanly() {
+    let mut server = TestServer::start(&["--standalone"]);
     let holder_note = state_store::backend::redb::holder_note_path(&server.db);
     assert!(holder_note.exists(), "the running server records itself as the holder");
     let status = server.client.shutdown().expect("exits after EOF");
@@ -183,9 +183,8 @@ fn stdin_eof_ends_the_server_cleanly() {
 
 #[test]
 fn a_client_leaving_before_the_handshake_is_a_normal_exit() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("s.redb");
-    let mut client = state_e2e::McpClient::spawn(crate::binary(), &["--db", &db.to_string_lossy()]).unwrap();
+    let place = crate::Place::new();
+    let mut client = place.spawn(&[]);
     let status = client.shutdown().expect("exits on EOF");
     assert!(status.success(), "{status:?}: {}", client.stderr());
     assert!(!client.stderr().contains("error"), "{}", client.stderr());

@@ -1,0 +1,114 @@
+//! Resource subscriptions, in both protocol generations. Each subscribed resource is a watch of
+//! its record through the seam; every revision that changes it becomes one
+//! `notifications/resources/updated`, and the client reads the resource again.
+//!
+//! - 2026-07-28 `subscriptions/listen`: the listen request's own stream carries the updates
+//!   until the client cancels it (stdio) or closes it (HTTP). Works on every transport,
+//!   stateless HTTP included.
+//! - 2025-11-25 `resources/subscribe`: updates go to the session's peer until
+//!   `resources/unsubscribe` or the session ends. Over HTTP that needs a session (the
+//!   standalone GET stream); a stateless request has no peer left to push to.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use rmcp::ErrorData as McpError;
+use state_api::auth::Principal;
+use state_api::{Api, ErrorCode, Watcher};
+use state_core::catalog::Profile;
+use state_core::ops::watch::WatchRequest;
+use tokio::task::AbortHandle;
+
+use crate::resources::{self, Target};
+
+/// One session's `resources/subscribe` subscriptions, by URI. Dropped with the session's
+/// handler, which stops them all.
+#[derive(Default)]
+pub(crate) struct Subscriptions {
+    tasks: Mutex<HashMap<String, AbortHandle>>,
+}
+
+impl Subscriptions {
+    /// Records a subscription, replacing (and stopping) an earlier one to the same URI.
+    pub(crate) fn add(&self, uri: String, task: AbortHandle) {
+        if let Ok(mut tasks) = self.tasks.lock()
+            && let Some(earlier) = tasks.insert(uri, task)
+        {
+            earlier.abort();
+        }
+    }
+
+    pub(crate) fn remove(&self, uri: &str) {
+        if let Some(task) = self.tasks.lock().ok().and_then(|mut tasks| tasks.remove(uri)) {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Subscriptions {
+    fn drop(&mut self) {
+        if let Ok(tasks) = self.tasks.get_mut() {
+            tasks.drain().for_each(|(_, task)| task.abort());
+        }
+    }
+}
+
+/// The changes to one subscribed resource.
+pub(crate) struct Changes {
+    api: Api,
+    principal: Option<Principal>,
+    uri: String,
+    request: WatchRequest,
+    watcher: Watcher,
+}
+
+/// Starts following `uri` for `principal`. `None` for a resource that never changes (a doc);
+/// an error for a URI that names nothing or that the caller may not read.
+pub(crate) async fn follow(
+    api: &Api,
+    principal: Option<&Principal>,
+    profiles: &[Profile],
+    uri: &str,
+) -> Result<Option<Changes>, McpError> {
+    let target = Target::parse(uri, profiles).ok_or_else(|| {
+        McpError::invalid_params(
+            format!("cannot subscribe to `{uri}`: subscribe to state://kv/{{key}}, state://workflow/{{run_id}} or state://lease/{{resource_id}}"),
+            Some(serde_json::json!({"uri": uri})),
+        )
+    })?;
+    let Some(request) = target.watch() else { return Ok(None) };
+    let watcher = api.watch(principal, request.clone()).await.map_err(|e| resources::error_for(uri, &e))?;
+    Ok(Some(Changes { api: api.clone(), principal: principal.cloned(), uri: uri.to_owned(), request, watcher }))
+}
+
+impl Changes {
+    pub(crate) fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    /// Waits until the resource changes again. False once it cannot be followed any more
+    /// (the store closed, the token lost access).
+    pub(crate) async fn changed(&mut self) -> bool {
+        match self.watcher.next().await {
+            Some(Ok(_)) => true,
+            // Too many changes too fast for this subscriber: it changed, and following on from
+            // now is enough, since the client reads the resource as it is anyway.
+            Some(Err(error)) if error.code == ErrorCode::WatchLagged => {
+                match self.api.watch(self.principal.as_ref(), self.request.clone()).await {
+                    Ok(watcher) => {
+                        self.watcher = watcher;
+                        true
+                    }
+                    Err(error) => self.stop(&error.message),
+                }
+            }
+            Some(Err(error)) => self.stop(&error.message),
+            None => self.stop("the store closed"),
+        }
+    }
+
+    fn stop(&self, why: &str) -> bool {
+        tracing::warn!(uri = %self.uri, "a resource subscription ended: {why}");
+        false
+    }
+}
