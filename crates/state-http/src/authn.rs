@@ -1,0 +1,44 @@
+//! Authentication: a bearer token becomes a [`Principal`] in the request's extensions, which
+//! the seam checks every call against (REST routes and MCP tools alike). Tokens are compared
+//! in constant time (in `state_api::auth`) and never logged.
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use crate::Service;
+use crate::problem::http_problem;
+
+/// Paths anyone may read: probes and the API's description.
+const PUBLIC: [&str; 2] = ["/healthz", "/openapi.json"];
+
+pub(crate) async fn authenticate(State(service): State<Service>, mut request: Request, next: Next) -> Response {
+    let Some(tokens) = service.tokens.as_deref() else { return next.run(request).await };
+    if PUBLIC.contains(&request.uri().path()) {
+        return next.run(request).await;
+    }
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim);
+    let principal = presented.and_then(|secret| tokens.authenticate(secret)).cloned();
+    match principal {
+        Some(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        None => {
+            let detail = if presented.is_some() {
+                "the bearer token is not one this server knows"
+            } else {
+                "this server requires a token: send `Authorization: Bearer <token>`"
+            };
+            let mut response = http_problem(StatusCode::UNAUTHORIZED, "unauthenticated", detail);
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"state\""));
+            response
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! `state-http`: the store over HTTP. REST API v1 (`/v1`, described at `/openapi.json`), MCP
+//! Streamable HTTP (`/mcp`, the same tools as `state-mcp`), bearer-token auth scoped to key
+//! prefixes, `/metrics` and `/healthz`.
+//!
+//! Every route translates a protocol: arguments in, the seam's reply out. [`router`] builds
+//! the whole application from an [`Api`], so tests mount it without a socket; [`serve`]
+//! accepts connections under [`Limits`].
+
+mod authn;
+mod listen;
+mod mcp;
+mod metrics;
+mod openapi;
+mod problem;
+mod rest;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::middleware;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use state_api::Api;
+use state_api::auth::Tokens;
+use tokio_util::sync::CancellationToken;
+
+pub use listen::{Limits, serve};
+pub use mcp::McpConfig;
+
+/// The default address: loopback, on a port no well-known database or broker uses.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7478";
+
+/// How often an idle watch stream gets a keep-alive comment: well inside the minute after
+/// which common proxies and load balancers drop a silent connection.
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// What every handler shares.
+#[derive(Clone)]
+pub(crate) struct Service {
+    pub(crate) api: Api,
+    pub(crate) tokens: Option<Arc<Tokens>>,
+    pub(crate) metrics: Arc<metrics::Metrics>,
+    /// Cancelled when the server stops: ends watch streams so the drain can finish.
+    pub(crate) shutdown: CancellationToken,
+    /// How often an idle watch stream gets a keep-alive comment.
+    pub(crate) keep_alive: Duration,
+}
+
+/// How the application behaves.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Bearer tokens; `None` serves everyone (only allowed on loopback without `--insecure`).
+    pub tokens: Option<Arc<Tokens>>,
+    pub mcp: McpConfig,
+    /// Largest request body, for REST and /mcp alike; larger ones get 413 and change nothing.
+    pub max_body_bytes: usize,
+    /// Longest time a REST request may take, its body included. Watches (`/v1/watch`, the
+    /// `state_watch` long poll) wait longer by design and are exempt.
+    pub request_timeout: Duration,
+    /// How often an idle `/v1/watch` stream gets a keep-alive comment.
+    pub keep_alive: Duration,
+}
+
+/// The whole application over `api`. `shutdown` ends MCP streams when the server stops.
+pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router {
+    let service = Service {
+        api: api.clone(),
+        tokens: config.tokens.clone(),
+        metrics: Arc::new(metrics::Metrics::default()),
+        shutdown: shutdown.clone(),
+        keep_alive: config.keep_alive,
+    };
+    let rest = rest::router()
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            config.request_timeout,
+        ))
+        .layer(DefaultBodyLimit::max(config.max_body_bytes));
+    Router::new()
+        .merge(rest)
+        .merge(rest::watch::router())
+        .route("/openapi.json", get(|| async { axum::Json(openapi::document()).into_response() }))
+        .route("/healthz", get(metrics::healthz))
+        .route("/metrics", get(metrics::metrics))
+        .nest_service("/mcp", mcp::service(api, &config.mcp, shutdown))
+        .layer(middleware::from_fn_with_state(service.clone(), authn::authenticate))
+        .layer(middleware::from_fn_with_state(service.clone(), metrics::record))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(config.max_body_bytes))
+        .with_state(service)
+}

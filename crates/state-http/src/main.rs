@@ -1,0 +1,275 @@
+//! `state-http`: wiring only. Parse arguments, set up logging, reach the store (become the
+//! database's owner, or join the one that is running), serve HTTP until SIGTERM or SIGINT.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use state_api::auth::Tokens;
+use state_api::cli::{OwnerArgs, StoreArgs, ToolArgs, parse_duration};
+use state_api::owner::{self, Owner, OwnerConfig};
+use state_api::{Api, Local};
+use state_http::{Config, DEFAULT_LISTEN, Limits, McpConfig};
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::fmt::writer::MakeWriterExt;
+
+/// Durable, atomic, shared state for AI agents, over HTTP.
+///
+/// Serves the REST API (/v1, described at /openapi.json), MCP Streamable HTTP (/mcp, the tools
+/// of state-mcp), /metrics and /healthz. On a database whose owner is already running it serves
+/// through that owner; otherwise it becomes the owner itself, and state-mcp processes started
+/// on the same database later join it.
+#[derive(Debug, Parser)]
+#[command(
+    version,
+    about,
+    long_about,
+    max_term_width = 100,
+    after_help = EXAMPLES,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+
+    /// Address to listen on; a non-loopback one needs --auth (or --insecure)
+    #[arg(long, env = "STATE_HTTP_LISTEN", value_name = "ADDR", default_value = DEFAULT_LISTEN)]
+    listen: SocketAddr,
+
+    #[command(flatten)]
+    store: StoreArgs,
+
+    /// Bearer tokens, their key prefixes and rights (TOML; see the README for the format)
+    #[arg(long, env = "STATE_HTTP_AUTH", value_name = "FILE")]
+    auth: Option<PathBuf>,
+
+    /// Serve a non-loopback address without --auth: anyone who can reach it can read and write
+    #[arg(long)]
+    insecure: bool,
+
+    #[command(flatten)]
+    tools: ToolArgs,
+
+    /// Also accept this browser Origin on /mcp (e.g. https://app.example.com); repeatable
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
+
+    /// Also accept this Host on /mcp (a name clients use for this server); repeatable
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_host: Vec<String>,
+
+    /// Largest request body; larger ones get 413 and change nothing
+    #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
+    max_body_bytes: usize,
+
+    /// Connections open at once; more wait until one closes
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    max_connections: usize,
+
+    /// Longest a REST request may take, reading its body included
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    request_timeout: Duration,
+
+    /// Time a client has to send its request headers
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    header_timeout: Duration,
+
+    /// How often an idle watch stream (GET /v1/watch) gets a keep-alive comment
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
+    keep_alive: Duration,
+
+    /// Log filter for stderr, e.g. "info" or "state_http=debug"
+    #[arg(long, env = "STATE_LOG", default_value = "info,rmcp=warn")]
+    log: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Hold a database and serve every process on it (what a joined server starts if the
+    /// owner it used stops)
+    Owner(OwnerArgs),
+}
+
+const EXAMPLES: &str = "Examples:
+  state-http                                         serve ~/.local/share/state/state.redb on 127.0.0.1:7478
+  state-http --db ~/agents.redb --listen 127.0.0.1:9000
+  state-http --listen 0.0.0.0:7478 --auth tokens.toml  serve the network, with tokens
+  claude mcp add --transport http state http://127.0.0.1:7478/mcp
+  curl -X PUT -d '{\"step\": 1}' http://127.0.0.1:7478/v1/kv/job/42";
+
+/// How long a joined server keeps trying to reach an owner before answering unavailable.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The hosted owner never idles out: it lives as long as the HTTP server.
+const FOREVER: Duration = Duration::MAX;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Owner(args)) => owner_main(args),
+        None => server_main(cli),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("state-http: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn server_main(cli: Cli) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| "info".into()))
+        .init();
+    if !cli.listen.ip().is_loopback() && cli.auth.is_none() && !cli.insecure {
+        bail!(
+            "refusing to serve {} without --auth: anyone who can reach it could read and change everything. \
+             Give --auth FILE (see the README), listen on 127.0.0.1, or pass --insecure if this network is trusted",
+            cli.listen
+        );
+    }
+    let tokens = match &cli.auth {
+        Some(path) => Some(Arc::new(load_tokens(path)?)),
+        None => None,
+    };
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the runtime")?;
+    runtime.block_on(serve(cli, tokens))
+}
+
+fn load_tokens(path: &std::path::Path) -> anyhow::Result<Tokens> {
+    use std::os::unix::fs::PermissionsExt;
+    let tokens = Tokens::load(path)?;
+    if std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
+        tracing::warn!(file = %path.display(), "the tokens file is readable by other users; `chmod 600` it");
+    }
+    Ok(tokens)
+}
+
+async fn serve(cli: Cli, tokens: Option<Arc<Tokens>>) -> anyhow::Result<()> {
+    let db = cli.store.database.database()?;
+    let listener =
+        tokio::net::TcpListener::bind(cli.listen).await.with_context(|| format!("cannot listen on {}", cli.listen))?;
+    let (api, hosted) = reach_store(&cli, &db).await?;
+    let config = Config {
+        tokens: tokens.clone(),
+        mcp: McpConfig {
+            options: cli.tools.options(),
+            allowed_origins: allowed_origins(&cli.allow_origin),
+            allowed_hosts: allowed_hosts(cli.listen, &cli.allow_host),
+            max_body_bytes: cli.max_body_bytes,
+        },
+        max_body_bytes: cli.max_body_bytes,
+        request_timeout: cli.request_timeout,
+        keep_alive: cli.keep_alive,
+    };
+    let stopping = CancellationToken::new();
+    let app = state_http::router(api.clone(), &config, stopping.child_token());
+    let limits = Limits {
+        max_connections: cli.max_connections,
+        header_timeout: cli.header_timeout,
+        drain_timeout: Duration::from_secs(10),
+    };
+    let auth = tokens.map_or_else(|| "none (loopback only)".to_owned(), |t| format!("{} token(s)", t.len()));
+    tracing::info!(
+        "state-http {} listening on http://{} (REST /v1, MCP /mcp, /openapi.json, /metrics); database {}; auth: {auth}",
+        env!("CARGO_PKG_VERSION"),
+        listener.local_addr().unwrap_or(cli.listen),
+        db.display()
+    );
+    let shutdown = {
+        let stopping = stopping.clone();
+        async move {
+            owner::stop_signal().await;
+            tracing::info!("stopping: finishing requests in flight");
+            stopping.cancel();
+        }
+    };
+    state_http::serve(listener, app, &limits, shutdown).await;
+    // Requests are done; now the engine: a hosted owner lets queued writes commit and releases
+    // the database (clients joined to it rejoin a new owner); a joined one leaves its owner.
+    match hosted {
+        Some((stop, owning)) => {
+            let _ = stop.send(());
+            let _ = owning.await;
+        }
+        None => api.close().await,
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+type Hosted = (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<state_api::owner::OwnerExit>);
+
+/// Becomes the database's owner (serving the processes that join it), or joins the owner that
+/// holds it, or with --standalone holds it alone.
+async fn reach_store(cli: &Cli, db: &std::path::Path) -> anyhow::Result<(Api, Option<Hosted>)> {
+    let store = &cli.store;
+    if store.standalone {
+        let local = Local::open_standalone(db, store.engine.settings())?;
+        tracing::info!(db = %db.display(), "holding the database in this process only (--standalone)");
+        return Ok((Api::local(local), None));
+    }
+    let config = OwnerConfig {
+        db: db.to_owned(),
+        runtime_dir: store.database.runtime_dir.clone(),
+        idle: FOREVER,
+        settings: store.engine.settings(),
+        log_file: None,
+    };
+    match Owner::start(config).await {
+        Ok(owner) => {
+            tracing::info!(db = %db.display(), "this process owns the database; state-mcp processes on it join here");
+            let api = owner.api();
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let owning = tokio::spawn(owner.serve(async move { drop(stopped.await) }));
+            Ok((api, Some((stop, owning))))
+        }
+        Err(error) if error.holder_role().is_some() => {
+            let client = format!("state-http {}", env!("CARGO_PKG_VERSION"));
+            let join = store
+                .join_config(db, state_api::Options::default(), client, SETTLE_TIMEOUT)
+                .context("cannot find this program to start an owner with")?;
+            let (api, joined) = Api::join(join).await?;
+            let owner = joined.welcome;
+            let log = owner.log_file.map_or_else(|| "none".to_owned(), |p| p.display().to_string());
+            tracing::info!("joined the owner of {} (pid {}); owner log: {log}", db.display(), owner.pid);
+            Ok((api, None))
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn allowed_origins(extra: &[String]) -> Vec<String> {
+    let mut origins: Vec<String> =
+        ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"].iter().map(|s| (*s).to_owned()).collect();
+    origins.extend(extra.iter().cloned());
+    origins
+}
+
+fn allowed_hosts(listen: SocketAddr, extra: &[String]) -> Vec<String> {
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].iter().map(|s| (*s).to_owned()).collect();
+    if !listen.ip().is_loopback() && !listen.ip().is_unspecified() {
+        hosts.push(listen.ip().to_string());
+    }
+    hosts.extend(extra.iter().cloned());
+    hosts
+}
+
+fn owner_main(args: OwnerArgs) -> anyhow::Result<()> {
+    let filter = args.log.clone();
+    owner::main(&args, |log| {
+        let to_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let writer = (move || log.clone()).and(std::io::stderr.with_filter(move |_| to_terminal));
+        let filter = tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|_| "info".into());
+        tracing_subscriber::fmt().with_writer(writer).with_ansi(false).with_env_filter(filter).init();
+    })?;
+    Ok(())
+}

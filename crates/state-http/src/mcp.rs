@@ -1,0 +1,46 @@
+//! MCP Streamable HTTP at `/mcp`: `state-mcp`'s own handler (one tool catalog, two
+//! transports), with both protocol generations, the Origin and Host checks on, and the
+//! request's principal reaching every tool call through the request parts rmcp passes on.
+
+use std::sync::Arc;
+
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use state_api::{Api, Options};
+use state_mcp::StateServer;
+use tokio_util::sync::CancellationToken;
+
+/// What `/mcp` accepts.
+#[derive(Debug, Clone)]
+pub struct McpConfig {
+    /// The tools served (`--compat`, `--tools`).
+    pub options: Options,
+    /// Browser origins allowed to call; any other `Origin` gets 403.
+    pub allowed_origins: Vec<String>,
+    /// `Host` values accepted (DNS-rebinding protection); any other gets 403.
+    pub allowed_hosts: Vec<String>,
+    pub max_body_bytes: usize,
+}
+
+pub(crate) fn service(
+    api: Api,
+    config: &McpConfig,
+    shutdown: CancellationToken,
+) -> StreamableHttpService<StateServer, LocalSessionManager> {
+    let settings = StreamableHttpServerConfig::default()
+        .with_allowed_origins(config.allowed_origins.clone())
+        // An empty list would otherwise switch the check off: keep it on whatever is configured.
+        .enforce_origin_validation()
+        .with_allowed_hosts(config.allowed_hosts.clone())
+        .with_max_request_body_bytes(config.max_body_bytes)
+        // A request answered with nothing before its response (every tool here) goes back as
+        // plain JSON instead of a one-event stream: the spec allows either, and JSON costs the
+        // client and the server less. rmcp still streams when a handler sends more first.
+        .with_json_response(true)
+        .with_cancellation_token(shutdown);
+    // One handler, built once: each request (stateless) or session (legacy) gets a copy that
+    // shares its tool definitions instead of generating every schema again, with its own
+    // `resources/subscribe` subscriptions (which end with the session).
+    let handler = StateServer::new(api, config.options.clone());
+    StreamableHttpService::new(move || Ok(handler.for_session()), Arc::new(LocalSessionManager::default()), settings)
+}

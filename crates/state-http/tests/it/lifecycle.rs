@@ -1,0 +1,171 @@
+//! Starting, limits, stopping, and other processes on the same database.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use state_e2e::{HttpClient, McpClient, ProtocolEra, run_to_exit};
+
+use crate::{Place, TEAM_A, binary, expect, problem, state_mcp};
+
+#[test]
+fn a_non_loopback_listen_needs_auth() {
+    let place = Place::new();
+    let db = place.db.to_string_lossy().into_owned();
+    let env = place.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, stderr) = run_to_exit(binary(), &["--db", &db, "--listen", "0.0.0.0:0"], &env).unwrap();
+    assert!(!status.success());
+    assert!(stderr.contains("refusing to serve 0.0.0.0:0 without --auth") && stderr.contains("--insecure"), "{stderr}");
+    // With tokens, or knowingly without, it serves.
+    let tokens = place.tokens.to_string_lossy().into_owned();
+    let mut with_auth = place.serve(&["--listen", "0.0.0.0:0", "--auth", &tokens]);
+    with_auth.terminate().unwrap();
+    let mut insecure = place.serve(&["--listen", "0.0.0.0:0", "--insecure"]);
+    insecure.terminate().unwrap();
+}
+
+#[test]
+fn an_oversize_body_is_refused_and_changes_nothing() {
+    let place = Place::new();
+    let server = place.serve(&["--max-body-bytes", "2048"]);
+    let http = server.client();
+    let big = format!("\"{}\"", "x".repeat(4000));
+    let refused = http.request("PUT", "/v1/kv/big", &[], Some(big.as_bytes())).unwrap();
+    assert_eq!(refused.status, 413, "{}", refused.text());
+    problem(&http.get("/v1/kv/big").unwrap(), 404, "not_found");
+    let mcp = http.request("POST", "/mcp", &[("Content-Type", "application/json")], Some(big.as_bytes())).unwrap();
+    assert_eq!(mcp.status, 413);
+    expect(&http.request("PUT", "/v1/kv/small", &[], Some(b"1")).unwrap(), 200);
+}
+
+#[test]
+fn sigterm_during_writes_loses_nothing_acknowledged() {
+    let place = Place::new();
+    let mut server = place.serve(&[]);
+    let acked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let count = Arc::new(AtomicUsize::new(0));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (http, acked, count) = (server.client(), acked.clone(), count.clone());
+            thread::spawn(move || {
+                for n in 0.. {
+                    let key = format!("w{w}/{n:05}");
+                    match http.request("PUT", &format!("/v1/kv/{key}"), &[], Some(n.to_string().as_bytes())) {
+                        Ok(response) if response.status == 200 => {
+                            acked.lock().unwrap().push((key, n));
+                            count.fetch_add(1, Ordering::SeqCst);
+                        }
+                        // Stopping: refused connections or a 503 for a request that came too late.
+                        _ => return,
+                    }
+                }
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count.load(Ordering::SeqCst) < 200 {
+        assert!(Instant::now() < deadline, "writes are not flowing");
+        thread::sleep(Duration::from_millis(5));
+    }
+    let status = server.terminate().unwrap();
+    assert!(status.success(), "{status:?}: {}", server.stderr());
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() >= 200);
+    // The database was closed cleanly: it opens at once, holding every acknowledged write.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let local = state_api::Local::open_standalone(&place.db, Default::default()).unwrap();
+        for (key, n) in &acked {
+            let got = local.call(state_core::catalog::Operation::StateGet, json!({"key": key})).await;
+            assert_eq!(got.body.unwrap()["value"], json!(n), "acknowledged {key} lost");
+        }
+        local.close().await;
+    });
+}
+
+fn mcp_client(place: &Place, extra: &[&str]) -> McpClient {
+    let db = place.db.to_string_lossy().into_owned();
+    let mut args = vec!["--db", db.as_str(), "--owner-idle", "2s"];
+    args.extend_from_slice(extra);
+    let env = place.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut client = McpClient::spawn_with_env(&state_mcp(), &args, &env).unwrap();
+    client.handshake(ProtocolEra::Legacy).unwrap();
+    client
+}
+
+#[test]
+fn stdio_and_http_clients_share_one_database_whichever_came_first() {
+    // The HTTP server first: it owns the database, and a stdio process joins it.
+    let place = Place::new();
+    let server = place.serve(&[]);
+    let http = server.client();
+    let mut stdio = mcp_client(&place, &[]);
+    expect(&http.request("PUT", "/v1/kv/from-http", &[], Some(b"1")).unwrap(), 200);
+    assert_eq!(stdio.call("state_get", json!({"key": "from-http"})).unwrap().json()["value"], 1);
+    stdio.call("state_set", json!({"key": "from-stdio", "value": 2})).unwrap();
+    assert_eq!(expect(&http.get("/v1/kv/from-stdio").unwrap(), 200)["value"], 2);
+    let health = stdio.call("state_health", json!({})).unwrap().json();
+    assert_eq!(health["owner"]["pid"], server.pid(), "the HTTP server is the owner");
+    assert!(stdio.stderr().is_empty() || !stdio.stderr().contains("started the owner"));
+    drop(stdio);
+    drop(server);
+
+    // A stdio process first: it starts an owner, and the HTTP server serves through it.
+    let place = Place::new();
+    let mut stdio = mcp_client(&place, &[]);
+    let owner = stdio.call("state_health", json!({})).unwrap().json()["owner"]["pid"].clone();
+    let server = place.serve(&[]);
+    assert!(server.stderr().contains("joined the owner"), "{}", server.stderr());
+    stdio.call("state_set", json!({"key": "k", "value": "stdio"})).unwrap();
+    let health = expect(&server.client().get("/v1/health").unwrap(), 200);
+    assert_eq!(health["owner"]["pid"], owner);
+    assert_eq!(expect(&server.client().get("/v1/kv/k").unwrap(), 200)["value"], "stdio");
+}
+
+#[test]
+fn state_mcp_serves_a_remote_server_with_a_token() {
+    let place = Place::new();
+    let server = place.serve_with_auth();
+    let url = format!("http://{}", server.addr);
+    let mut remote = McpClient::spawn_with_env(&state_mcp(), &["--server", &url], &[("STATE_TOKEN", TEAM_A)]).unwrap();
+    remote.handshake(ProtocolEra::Modern).unwrap();
+    let set = remote.call("state_set", json!({"key": "team-a/k", "value": 1})).unwrap();
+    assert_eq!(set.json()["version"], 1, "{}", set.text);
+    let outside = remote.call("state_get", json!({"key": "team-b/k"})).unwrap();
+    assert!(outside.is_error && outside.text.contains("may not use"), "{}", outside.text);
+    assert_eq!(HttpClient::new(server.addr).with_token(TEAM_A).get("/v1/kv/team-a/k").unwrap().json()["value"], 1);
+    // A wrong token is refused when it starts, not on the first tool call.
+    let mut refused =
+        McpClient::spawn_with_env(&state_mcp(), &["--server", &url], &[("STATE_TOKEN", "wrong-token-0000000000")])
+            .unwrap();
+    let status = refused.wait_exit(Duration::from_secs(30)).unwrap();
+    assert!(!status.success() && refused.stderr().contains("401"), "{}", refused.stderr());
+}
+
+#[test]
+fn metrics_count_requests_and_commits() {
+    let place = Place::new();
+    let server = place.serve(&[]);
+    let http = server.client();
+    expect(&http.request("PUT", "/v1/kv/a", &[], Some(b"1")).unwrap(), 200);
+    problem(&http.get("/v1/kv/missing").unwrap(), 404, "not_found");
+    let text = http.get("/metrics").unwrap().text();
+    for line in [
+        "state_http_requests_total{route=\"/v1/kv/{*key}\",method=\"PUT\",outcome=\"ok\"} 1",
+        "state_http_requests_total{route=\"/v1/kv/{*key}\",method=\"GET\",outcome=\"not_found\"} 1",
+        "state_up 1",
+        "state_commits_total 1",
+        "state_owner_clients 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} missing from:\n{text}");
+    }
+    assert!(text.contains("state_http_request_duration_seconds_bucket{route=\"/v1/kv/{*key}\",le=\"+Inf\"} 2"));
+    assert!(text.contains("state_commit_seconds_total "));
+}
