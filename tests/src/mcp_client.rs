@@ -49,6 +49,8 @@ pub struct McpClient {
     watchdog: Arc<Watchdog>,
     /// Responses read while waiting for another id (pipelined requests answer out of order).
     stash: VecDeque<Value>,
+    /// Notifications read while waiting for a response, for [`McpClient::wait_notification`].
+    notifications: VecDeque<Value>,
     stderr: Arc<Mutex<String>>,
     /// Ends when the server's stderr reaches EOF; joined after exit so `stderr()` is complete.
     stderr_reader: Option<thread::JoinHandle<()>>,
@@ -93,6 +95,7 @@ impl McpClient {
             line: String::new(),
             watchdog,
             stash: VecDeque::new(),
+            notifications: VecDeque::new(),
             stderr: captured,
             stderr_reader: Some(stderr_reader),
             next_id: 1,
@@ -187,9 +190,31 @@ impl McpClient {
             if message["id"] == json!(id) {
                 return Ok(message);
             }
-            if message.get("id").is_some() {
-                self.stash.push_back(message);
+            self.keep(message);
+        }
+    }
+
+    /// Keeps a message nobody is waiting for yet: a response for `wait_response`, a
+    /// notification for `wait_notification`.
+    fn keep(&mut self, message: Value) {
+        if message.get("id").is_some() {
+            self.stash.push_back(message);
+        } else {
+            self.notifications.push_back(message);
+        }
+    }
+
+    /// Waits for a notification with this method, keeping other messages for later.
+    pub fn wait_notification(&mut self, method: &str, timeout: Duration) -> Result<Value> {
+        if let Some(pos) = self.notifications.iter().position(|m| m["method"] == method) {
+            return self.notifications.remove(pos).context("kept notification");
+        }
+        loop {
+            let message = self.next_message(timeout)?;
+            if message.get("id").is_none() && message["method"] == method {
+                return Ok(message);
             }
+            self.keep(message);
         }
     }
 
@@ -203,6 +228,7 @@ impl McpClient {
             if message.get("id").is_some() {
                 return Ok(message);
             }
+            self.notifications.push_back(message);
         }
     }
 

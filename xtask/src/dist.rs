@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::{cargo, root, run};
 
 /// Every binary the product ships.
-const BINARIES: [&str; 1] = ["state-mcp"];
+const BINARIES: [&str; 2] = ["state-mcp", "state-http"];
 
 pub(crate) fn dist() -> Result<()> {
     let mut build = cargo();

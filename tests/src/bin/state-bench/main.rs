@@ -1,10 +1,13 @@
-//! `state-bench`: throughput and latency of the engine and of the MCP stdio server.
+//! `state-bench`: throughput and latency of the engine, the MCP stdio server and state-http.
 //!
 //! Run it through `cargo xtask bench` (release builds). It prints a markdown report; the
 //! figures recorded in docs/BENCHMARKS.md come from it. Ratios within one run are what to
 //! compare: the machines this runs on are shared and noisy.
 
-use std::path::PathBuf;
+mod http;
+mod watch;
+
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -23,6 +26,9 @@ struct Args {
     /// The state-mcp binary to measure (MCP sections are skipped without it)
     #[arg(long)]
     server: Option<PathBuf>,
+    /// The state-http binary to measure (HTTP sections are skipped without it)
+    #[arg(long)]
+    http_server: Option<PathBuf>,
     /// Seconds each throughput measurement runs
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
@@ -32,7 +38,7 @@ struct Args {
     /// Sequential MCP calls to time
     #[arg(long, default_value_t = 10_000)]
     calls: usize,
-    /// Only run sections whose name contains this (engine, mcp)
+    /// Only run sections whose name contains this (engine, mcp, http)
     #[arg(long)]
     only: Option<String>,
 }
@@ -48,14 +54,24 @@ fn main() -> Result<()> {
         runtime.block_on(engine_reads(duration))?;
         runtime.block_on(engine_cas(duration))?;
         runtime.block_on(engine_workflows(duration))?;
+        runtime.block_on(watch::engine_fanout(duration))?;
+        runtime.block_on(watch::engine_stuck_watcher(duration))?;
     }
     if wants("mcp") {
         match &args.server {
             Some(server) => {
                 mcp_cold_start(server)?;
                 mcp_round_trips(server, args.calls)?;
+                mcp_shared_counter(server, 8, duration)?;
+                watch::mcp_wakeup(server, 200)?;
             }
             None => println!("(MCP sections skipped: pass --server PATH)\n"),
+        }
+    }
+    if wants("http") {
+        match &args.http_server {
+            Some(server) => runtime.block_on(http::run(server, duration))?,
+            None => println!("(HTTP sections skipped: pass --http-server PATH)\n"),
         }
     }
     Ok(())
@@ -249,6 +265,7 @@ async fn engine_workflows(duration: Duration) -> Result<()> {
         let engine = engine.clone();
         creates.push(tokio::spawn(async move {
             let req = CreateRunRequest {
+                request_id: None,
                 name: "bench".into(),
                 tags: Default::default(),
                 input: json!(i),
@@ -280,6 +297,7 @@ async fn engine_workflows(duration: Duration) -> Result<()> {
             let agent = format!("w{w}");
             while !stop.load(Ordering::Relaxed) {
                 let req = ClaimRequest {
+                    request_id: None,
                     agent_id: agent.clone(),
                     lease_ttl_seconds: Some(60.0),
                     run_id: None,
@@ -294,6 +312,7 @@ async fn engine_workflows(duration: Duration) -> Result<()> {
                 let (run_id, token) = (claimed.run_id.unwrap_or_default(), claimed.token.unwrap_or_default());
                 for step in 1..=STEPS {
                     let req = CheckpointRequest {
+                        request_id: None,
                         run_id: run_id.clone(),
                         agent_id: agent.clone(),
                         token,
@@ -304,7 +323,8 @@ async fn engine_workflows(duration: Duration) -> Result<()> {
                     assert_eq!(done.status, CheckpointStatus::Ok);
                     checkpoints.fetch_add(1, Ordering::Relaxed);
                 }
-                let req = CompleteRequest { run_id, agent_id: agent.clone(), token, result: json!(null) };
+                let req =
+                    CompleteRequest { request_id: None, run_id, agent_id: agent.clone(), token, result: json!(null) };
                 engine.workflow_complete(req).await.expect("complete");
                 completed.fetch_add(1, Ordering::Relaxed);
             }
@@ -333,76 +353,259 @@ async fn engine_workflows(duration: Duration) -> Result<()> {
     Ok(())
 }
 
-fn mcp_cold_start(server: &std::path::Path) -> Result<()> {
-    println!("## MCP stdio: cold start (spawn to first tool result, fresh database)\n");
-    let mut times = Vec::new();
-    for _ in 0..20 {
-        let dir = tempfile_dir::Dir::new()?;
-        let db = dir.path().join("cold.redb");
-        let started = Instant::now();
-        let mut client = McpClient::start(server, &["--db", &db.to_string_lossy()], ProtocolEra::Legacy)?;
-        let result = client.call("state_get", json!({"key": "k"}))?;
-        times.push(started.elapsed());
-        anyhow::ensure!(!result.is_error, "cold start call failed: {}", result.text);
-        client.shutdown()?;
-    }
-    times.sort();
-    println!("| runs | min | median | p90 |");
-    println!("|---:|---:|---:|---:|");
-    println!(
-        "| {} | {} | {} | {} |\n",
-        times.len(),
-        ms(times[0]),
-        ms(percentile(&times, 0.5)),
-        ms(percentile(&times, 0.9))
-    );
-    Ok(())
+/// How a measured `state-mcp` reaches its database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `--standalone`: the engine in the process the client talks to.
+    InProcess,
+    /// Joined to an owner process over its socket.
+    Joined,
 }
 
-fn mcp_round_trips(server: &std::path::Path, calls: usize) -> Result<()> {
-    println!("## MCP stdio: sequential round trips (one client, one call at a time)\n");
-    println!("| tool | calls | calls/s | mean round trip | server CPU per call |");
-    println!("|---|---:|---:|---:|---:|");
-    let dir = tempfile_dir::Dir::new()?;
-    let db = dir.path().join("rt.redb");
-    let mut client = McpClient::start(server, &["--db", &db.to_string_lossy()], ProtocolEra::Legacy)?;
-    client.call("state_set", json!({"key": "bench/k", "value": value_256()}))?;
-    for (tool, args, n) in [
-        ("state_get", json!({"key": "bench/k"}), calls),
-        ("state_set", json!({"key": "bench/k", "value": value_256()}), calls.min(2_000)),
-    ] {
-        for _ in 0..n / 10 {
-            client.call(tool, args.clone())?; // warm-up
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::InProcess => "in-process (--standalone)",
+            Mode::Joined => "joined (through the owner)",
         }
-        let cpu_before = process_cpu(client.pid())?;
-        let started = Instant::now();
-        for _ in 0..n {
-            let r = client.call(tool, args.clone())?;
-            anyhow::ensure!(!r.is_error, "{tool} failed: {}", r.text);
-        }
-        let elapsed = started.elapsed();
-        let cpu = process_cpu(client.pid())? - cpu_before;
-        println!(
-            "| {tool} | {n} | {:.0} | {:.1} µs | {:.1} µs |",
-            n as f64 / elapsed.as_secs_f64(),
-            elapsed.as_secs_f64() * 1e6 / n as f64,
-            cpu.as_secs_f64() * 1e6 / n as f64
-        );
     }
-    client.shutdown()?;
+}
+
+/// A database in a temporary directory, with a private socket directory for its owner.
+struct Place {
+    dir: tempfile_dir::Dir,
+}
+
+impl Place {
+    fn new() -> Result<Place> {
+        Ok(Place { dir: tempfile_dir::Dir::new()? })
+    }
+
+    fn spawn(&self, server: &Path, mode: Mode) -> Result<McpClient> {
+        let db = self.dir.path().join("bench.redb").to_string_lossy().into_owned();
+        let runtime = self.dir.path().join("run").to_string_lossy().into_owned();
+        let mut args = vec!["--db", db.as_str(), "--owner-idle", "1s"];
+        if mode == Mode::InProcess {
+            args.push("--standalone");
+        }
+        McpClient::spawn_with_env(server, &args, &[("STATE_RUNTIME_DIR", runtime.as_str())])
+    }
+
+    fn start(&self, server: &Path, mode: Mode) -> Result<McpClient> {
+        let mut client = self.spawn(server, mode)?;
+        client.handshake(ProtocolEra::Legacy)?;
+        Ok(client)
+    }
+}
+
+/// The owner's pid, as health reports it.
+fn owner_pid(client: &mut McpClient) -> Result<u32> {
+    let health = client.call("state_health", json!({}))?.json();
+    health["owner"]["pid"].as_u64().map(|p| p as u32).context("health names no owner")
+}
+
+/// Stops an owner and waits (bounded) for it to go, so it does not disturb later sections.
+fn stop_owner(pid: u32) {
+    let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn mcp_cold_start(server: &Path) -> Result<()> {
+    println!("## MCP stdio: cold start (spawn to first tool result; 20 runs each)\n");
+    println!("| how the process reaches the database | min | median | p90 |");
+    println!("|---|---:|---:|---:|");
+    for case in
+        ["in-process (--standalone), fresh database", "joins a running owner", "starts the owner, fresh database"]
+    {
+        let mut times = Vec::new();
+        for _ in 0..20 {
+            let place = Place::new()?;
+            let mode = if case.starts_with("in-process") { Mode::InProcess } else { Mode::Joined };
+            // An owner that is already running, started (and left) by another client.
+            let mut other = None;
+            if case.starts_with("joins") {
+                let mut first = place.start(server, Mode::Joined)?;
+                let pid = owner_pid(&mut first)?;
+                other = Some((first, pid));
+            }
+            let started = Instant::now();
+            let mut client = place.start(server, mode)?;
+            let result = client.call("state_get", json!({"key": "k"}))?;
+            times.push(started.elapsed());
+            anyhow::ensure!(!result.is_error, "cold start call failed: {}", result.text);
+            let owner = if mode == Mode::Joined { Some(owner_pid(&mut client)?) } else { None };
+            client.shutdown()?;
+            if let Some((mut first, _)) = other {
+                first.shutdown()?;
+            }
+            if let Some(pid) = owner {
+                stop_owner(pid);
+            }
+        }
+        times.sort();
+        println!("| {case} | {} | {} | {} |", ms(times[0]), ms(percentile(&times, 0.5)), ms(percentile(&times, 0.9)));
+    }
     println!();
     Ok(())
 }
 
-/// User + system CPU time of a process, from /proc (Linux).
+fn mcp_round_trips(server: &Path, calls: usize) -> Result<()> {
+    println!("## MCP stdio: sequential round trips (one client, one call at a time)\n");
+    println!(
+        "Both modes run side by side and take turns in batches of 250 calls, so both see the same machine. \
+         Server CPU counts every server process: the one the client talks to and, when joined, the owner.\n"
+    );
+    println!("| tool | mode | calls | calls/s | mean round trip | server CPU per call |");
+    println!("|---|---|---:|---:|---:|---:|");
+    struct Side {
+        mode: Mode,
+        client: McpClient,
+        owner: Option<u32>,
+        _place: Place,
+    }
+    let mut sides = Vec::new();
+    for mode in [Mode::InProcess, Mode::Joined] {
+        let place = Place::new()?;
+        let mut client = place.start(server, mode)?;
+        let owner = if mode == Mode::Joined { Some(owner_pid(&mut client)?) } else { None };
+        client.call("state_set", json!({"key": "bench/k", "value": value_256()}))?;
+        sides.push(Side { mode, client, owner, _place: place });
+    }
+    let server_cpu = |side: &Side| -> Result<Duration> {
+        Ok(process_cpu(side.client.pid())? + side.owner.map_or(Ok(Duration::ZERO), process_cpu)?)
+    };
+    let mut ratios = Vec::new();
+    let mut next_id = 0u64;
+    // `request_id` rows show what recording an idempotency key costs (joiners record one for
+    // every write they forward, so the joined `state_set` row includes it already).
+    for (label, tool, with_id, n) in [
+        ("state_get", "state_get", false, calls),
+        ("state_set", "state_set", false, calls.min(2_000)),
+        ("state_set + request_id", "state_set", true, calls.min(2_000)),
+    ] {
+        let mut args = || {
+            next_id += 1;
+            match (tool, with_id) {
+                ("state_get", _) => json!({"key": "bench/k"}),
+                (_, false) => json!({"key": "bench/k", "value": value_256()}),
+                (_, true) => json!({"key": "bench/k", "value": value_256(), "request_id": format!("bench-{next_id}")}),
+            }
+        };
+        let batch = 250.min(n);
+        let mut spent = [(Duration::ZERO, Duration::ZERO); 2];
+        for side in &mut sides {
+            for _ in 0..batch {
+                side.client.call(tool, args())?; // warm-up
+            }
+        }
+        for _ in 0..n / batch {
+            for (i, side) in sides.iter_mut().enumerate() {
+                let cpu_before = server_cpu(side)?;
+                let started = Instant::now();
+                for _ in 0..batch {
+                    let r = side.client.call(tool, args())?;
+                    anyhow::ensure!(!r.is_error, "{tool} failed: {}", r.text);
+                }
+                spent[i].0 += started.elapsed();
+                spent[i].1 += server_cpu(side)? - cpu_before;
+            }
+        }
+        let done = (n / batch * batch) as f64;
+        for (side, (elapsed, cpu)) in sides.iter().zip(spent) {
+            println!(
+                "| {label} | {} | {done} | {:.0} | {:.1} µs | {:.1} µs |",
+                side.mode.name(),
+                done / elapsed.as_secs_f64(),
+                elapsed.as_secs_f64() * 1e6 / done,
+                cpu.as_secs_f64() * 1e6 / done
+            );
+        }
+        ratios.push((label, spent[1].0.as_secs_f64() / spent[0].0.as_secs_f64()));
+    }
+    println!();
+    for (tool, ratio) in ratios {
+        println!("- `{tool}` joined / in-process round trip: {ratio:.2}×");
+    }
+    println!();
+    for mut side in sides {
+        side.client.shutdown()?;
+        if let Some(pid) = side.owner {
+            stop_owner(pid);
+        }
+    }
+    Ok(())
+}
+
+/// `processes` state-mcp processes, each driven by its own client thread, compare-and-set one
+/// counter for `duration`; the final count must equal the successes.
+fn mcp_shared_counter(server: &Path, processes: usize, duration: Duration) -> Result<()> {
+    println!("## MCP stdio: {processes} processes on one database, compare-and-set on one counter\n");
+    let place = Place::new()?;
+    let mut setup = place.start(server, Mode::Joined)?;
+    setup.call("state_set", json!({"key": "counter", "value": 0, "expected_version": 0}))?;
+    let owner = owner_pid(&mut setup)?;
+    let cpu_before = process_cpu(owner)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..processes)
+        .map(|_| -> Result<_> {
+            let mut client = place.start(server, Mode::Joined)?;
+            let stop = stop.clone();
+            Ok(std::thread::spawn(move || -> Result<(u64, u64)> {
+                let (mut ok, mut conflicts) = (0u64, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    let got = client.call("state_get", json!({"key": "counter"}))?.json();
+                    let (n, version) = (got["value"].as_u64().unwrap_or(0), got["version"].as_u64().unwrap_or(0));
+                    let set = client
+                        .call("state_set", json!({"key": "counter", "value": n + 1, "expected_version": version}))?;
+                    anyhow::ensure!(!set.is_error, "{}", set.text);
+                    match set.json()["status"].as_str() {
+                        Some("ok") => ok += 1,
+                        _ => conflicts += 1,
+                    }
+                }
+                client.shutdown()?;
+                Ok((ok, conflicts))
+            }))
+        })
+        .collect::<Result<_>>()?;
+    let started = Instant::now();
+    std::thread::sleep(duration);
+    stop.store(true, Ordering::Relaxed);
+    let (mut ok, mut conflicts) = (0, 0);
+    for worker in workers {
+        let (o, c) = worker.join().map_err(|_| anyhow::anyhow!("a worker panicked"))??;
+        ok += o;
+        conflicts += c;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let owner_cpu = process_cpu(owner)? - cpu_before;
+    let count = setup.call("state_get", json!({"key": "counter"}))?.json()["value"].as_u64().unwrap_or(0);
+    anyhow::ensure!(count == ok, "lost updates: counter {count}, successful compare-and-sets {ok}");
+    println!("| processes | successful CAS/s | conflicts/s | final count = successes | owner CPU per CAS attempt |");
+    println!("|---:|---:|---:|---:|---:|");
+    println!(
+        "| {processes} | {:.0} | {:.0} | {count} = {ok} | {:.1} µs |\n",
+        ok as f64 / elapsed,
+        conflicts as f64 / elapsed,
+        owner_cpu.as_secs_f64() * 1e6 / (ok + conflicts).max(1) as f64
+    );
+    setup.shutdown()?;
+    stop_owner(owner);
+    Ok(())
+}
+
+/// CPU time a process's live threads have used, in nanoseconds from
+/// /proc/<pid>/task/*/schedstat (Linux): precise, unlike the 10 ms ticks of /proc/<pid>/stat.
 fn process_cpu(pid: u32) -> Result<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).context("reading /proc (Linux only)")?;
-    let after_name = stat.rsplit_once(')').context("malformed /proc stat")?.1;
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks: u64 =
-        fields.get(11).context("utime")?.parse::<u64>()? + fields.get(12).context("stime")?.parse::<u64>()?;
-    // USER_HZ is 100 on every Linux configuration we run on.
-    Ok(Duration::from_millis(ticks * 10))
+    let mut nanos = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).context("reading /proc (Linux only)")? {
+        let stat = std::fs::read_to_string(task?.path().join("schedstat")).unwrap_or_default();
+        nanos += stat.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    }
+    Ok(Duration::from_nanos(nanos))
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
