@@ -203,7 +203,21 @@ impl HttpClient {
         let mut stream = TcpStream::connect_timeout(&self.addr, TIMEOUT)?;
         stream.set_read_timeout(Some(TIMEOUT))?;
         stream.set_write_timeout(Some(TIMEOUT))?;
-        let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+        let body = body.unwrap_or_default();
+        let head = self.head(method, path, &[&[("Connection", "close")], headers].concat(), Some(body.len()));
+        stream.write_all(head.as_bytes())?;
+        stream.write_all(body)?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).context("reading the response")?;
+        parse(&raw)
+    }
+}
+
+impl HttpClient {
+    /// A request's head: this client's headers, then `headers`, a Host unless given, and the
+    /// body's length when there is one.
+    fn head(&self, method: &str, path: &str, headers: &[(&str, &str)], body_len: Option<usize>) -> String {
+        let mut head = format!("{method} {path} HTTP/1.1\r\n");
         let all: Vec<(&str, &str)> =
             self.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).chain(headers.iter().copied()).collect();
         if !all.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
@@ -212,13 +226,11 @@ impl HttpClient {
         for (name, value) in all {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
-        let body = body.unwrap_or_default();
-        head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-        stream.write_all(head.as_bytes())?;
-        stream.write_all(body)?;
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).context("reading the response")?;
-        parse(&raw)
+        if let Some(length) = body_len {
+            head.push_str(&format!("Content-Length: {length}\r\n"));
+        }
+        head.push_str("\r\n");
+        head
     }
 }
 
@@ -301,20 +313,11 @@ impl HttpClient {
     ) -> Result<SseStream> {
         let mut stream = TcpStream::connect_timeout(&self.addr, TIMEOUT)?;
         stream.set_read_timeout(Some(TIMEOUT))?;
-        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", self.addr);
-        let mut headers: Vec<(&str, &str)> =
-            self.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).chain(headers.iter().copied()).collect();
+        let mut headers = headers.to_vec();
         if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("accept")) {
             headers.push(("Accept", "text/event-stream"));
         }
-        for (name, value) in headers {
-            head.push_str(&format!("{name}: {value}\r\n"));
-        }
-        if let Some(body) = body {
-            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
-        }
-        head.push_str("\r\n");
-        stream.write_all(head.as_bytes())?;
+        stream.write_all(self.head(method, path, &headers, body.map(<[u8]>::len)).as_bytes())?;
         if let Some(body) = body {
             stream.write_all(body)?;
         }
