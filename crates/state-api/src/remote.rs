@@ -178,15 +178,37 @@ impl Remote {
             Err(e) => return Reply::error(ApiError::new(ErrorCode::Internal, format!("cannot encode a call: {e}"))),
         };
         let deadline = Instant::now() + inner.config.settle_timeout;
+        // A live owner answers in milliseconds (a long poll when its wait is over); one that
+        // has not after this long is stopped or stuck, and the caller hears so.
+        let answer_within = inner.config.settle_timeout + own_wait(op, &call.args);
         let mut sent = false;
         loop {
             let connection = match connection(inner, deadline).await {
                 Ok(connection) => connection,
                 Err(error) => return unsettled(op, &call, sent, &error),
             };
-            match connection.send(id, &frame).await {
-                Ok(reply) => return reply.into_reply(),
-                Err(lost) => {
+            let answer = tokio::time::timeout(answer_within, connection.send(id, &frame)).await;
+            match answer {
+                Ok(Ok(reply)) => return reply.into_reply(),
+                Err(_) => {
+                    connection.abandon(id);
+                    let pid = connection.welcome.pid;
+                    tracing::warn!(
+                        op = op.name(),
+                        owner_pid = pid,
+                        "the owner has not answered a call for {answer_within:?}"
+                    );
+                    let why = Unreached {
+                        transient: true,
+                        reason: format!(
+                            "the store's owner (pid {pid}) has not answered for {answer_within:?}: it is stopped, stuck or \
+                             overloaded (`kill -CONT {pid}` resumes a stopped one; `kill {pid}` lets the next call start a new one)"
+                        ),
+                        lost: "it was sent to the store's owner, which has not answered",
+                    };
+                    return settle::unsettled(op, call.request_id.as_deref(), true, &why);
+                }
+                Ok(Err(lost)) => {
                     sent |= lost.sent;
                     forget(inner, &connection).await;
                     tracing::debug!(op = op.name(), "connection to the owner lost during a call; rejoining");
@@ -227,6 +249,16 @@ fn connection(
     })
 }
 
+/// How long `op` itself may wait before answering: a long poll's own timeout.
+fn own_wait(op: Operation, args: &Value) -> Duration {
+    use state_core::ops::watch::{DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS};
+    if op != Operation::StateWatch {
+        return Duration::ZERO;
+    }
+    let seconds = args.get("timeout_seconds").and_then(Value::as_f64).unwrap_or(DEFAULT_WAIT_SECONDS);
+    Duration::from_secs_f64(seconds.clamp(0.0, MAX_WAIT_SECONDS))
+}
+
 /// Drops `dead` as the current connection (unless a newer one already replaced it).
 async fn forget(inner: &Inner, dead: &Arc<Connection>) {
     let mut current = inner.current.lock().await;
@@ -265,6 +297,13 @@ impl Connection {
             return Err(Lost { sent: true });
         }
         rx.await.map_err(|_| Lost { sent: true })
+    }
+
+    /// Stops waiting for the reply to call `id`; a late reply is dropped.
+    fn abandon(&self, id: u64) {
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.waiting.remove(&id);
+        }
     }
 
     /// Marks the connection dead and wakes every waiting call and watch (their senders drop).
