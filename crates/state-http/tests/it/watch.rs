@@ -131,6 +131,54 @@ fn watch_is_scoped_by_token_and_refuses_bad_requests() {
 }
 
 #[test]
+fn a_client_that_stops_reading_is_ended_with_where_to_resume_and_loses_nothing() {
+    let place = Place::new();
+    let server = place.serve(&[]);
+    let http = server.client();
+    let mut stalled = http.stream("/v1/watch?prefix=big/", &[]).unwrap();
+    assert_eq!(next_event(&mut stalled).event.as_deref(), Some("position"));
+    // Large changes fill the connection's buffers, so the server stops reading the watch; then
+    // more commits than a watch may fall behind (4096) overrun it.
+    let mut written = Vec::new();
+    for i in 0..200 {
+        written.push(put(&http, &format!("big/{i}"), json!("x".repeat(64 * 1024))));
+    }
+    for i in 0..4200 {
+        put(&http, &format!("small/{}", i % 16), json!(i));
+    }
+    // Writers were never held up; the stalled client, reading at last, gets what was sent
+    // before the overrun, in order, then a problem naming the revision to resume after.
+    let mut seen = Vec::new();
+    let problem = loop {
+        let event = next_event(&mut stalled);
+        if event.event.as_deref() == Some("problem") {
+            break event.json();
+        }
+        seen.push(next_change_of(&event));
+    };
+    assert_eq!((problem["status"].clone(), problem["code"].clone()), (json!(503), json!("watch_lagged")), "{problem}");
+    let resume_after = problem["resume_after"].as_u64().unwrap();
+    assert!(seen.len() < written.len(), "the client was overrun, so it cannot have everything yet");
+    assert_eq!(seen, written[..seen.len()], "in order, none skipped");
+    // It names a revision at or after the last change received and before the first missed.
+    assert!(seen.last().is_none_or(|last| resume_after >= *last), "{resume_after} {seen:?}");
+    assert!(resume_after < written[seen.len()], "{resume_after} {seen:?}");
+    // Resuming there delivers the rest: together, every change exactly once.
+    let mut resumed = http.stream(&format!("/v1/watch?prefix=big/&from_revision={resume_after}"), &[]).unwrap();
+    next_event(&mut resumed);
+    while seen.len() < written.len() {
+        seen.push(next_change_of(&next_event(&mut resumed)));
+    }
+    assert_eq!(seen, written);
+}
+
+/// The revision of a change event.
+fn next_change_of(event: &SseEvent) -> u64 {
+    assert_eq!(event.event, None, "a change event, not {event:?}");
+    event.id.as_deref().unwrap().parse().unwrap()
+}
+
+#[test]
 fn a_compacted_start_is_gone_and_names_the_oldest_revision() {
     let place = Place::new();
     let server = place.serve(&["--history-retention", "2"]);
