@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use rmcp::ErrorData as McpError;
 use state_api::auth::Principal;
@@ -60,6 +61,7 @@ pub(crate) struct Changes {
     uri: String,
     request: WatchRequest,
     watcher: Watcher,
+    ended: bool,
 }
 
 /// Starts following `uri` for `principal`. `None` for a resource that never changes (a doc);
@@ -78,7 +80,14 @@ pub(crate) async fn follow(
     })?;
     let Some(request) = target.watch() else { return Ok(None) };
     let watcher = api.watch(principal, request.clone()).await.map_err(|e| resources::error_for(uri, &e))?;
-    Ok(Some(Changes { api: api.clone(), principal: principal.cloned(), uri: uri.to_owned(), request, watcher }))
+    Ok(Some(Changes {
+        api: api.clone(),
+        principal: principal.cloned(),
+        uri: uri.to_owned(),
+        request,
+        watcher,
+        ended: false,
+    }))
 }
 
 impl Changes {
@@ -87,8 +96,25 @@ impl Changes {
     }
 
     /// Waits until the resource changes again. False once it cannot be followed any more
-    /// (the store closed, the token lost access).
+    /// (the store closed, the token lost access). Changes that are already waiting make one
+    /// change: the client reads the resource as it is now, so a hot key costs it one notice
+    /// per read, not one per write.
     pub(crate) async fn changed(&mut self) -> bool {
+        if self.ended || !self.next_change().await {
+            self.ended = true;
+            return false;
+        }
+        // A zero timeout polls once: it takes what is ready and never waits.
+        while let Ok(more) = tokio::time::timeout(Duration::ZERO, self.next_change()).await {
+            if !more {
+                self.ended = true;
+                break;
+            }
+        }
+        true
+    }
+
+    async fn next_change(&mut self) -> bool {
         match self.watcher.next().await {
             Some(Ok(_)) => true,
             // Too many changes too fast for this subscriber: it changed, and following on from
@@ -112,3 +138,6 @@ impl Changes {
         false
     }
 }
+
+#[cfg(test)]
+mod tests;
