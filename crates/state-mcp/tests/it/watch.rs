@@ -151,3 +151,41 @@ fn resources_list_and_read_keys_runs_and_leases() {
     let foreign = client.request("resources/subscribe", json!({"uri": "file:///etc/passwd"})).unwrap();
     assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
 }
+
+#[test]
+fn an_expired_lease_and_a_lapsed_claim_wake_their_watchers() {
+    let place = Place::new();
+    let mut crashed = place.start(&[], ProtocolEra::Legacy);
+    let mut waiter = place.start(&[], ProtocolEra::Legacy);
+    // A holder that stops renewing (here: never does) loses its lease when the TTL runs out.
+    let lease = ok(&mut crashed, "lease_acquire", json!({"resource_id": "gpu", "holder_id": "a", "ttl_seconds": 1}));
+    let args = json!({"kind": "lease", "key": "gpu", "after_revision": lease["revision"], "timeout_seconds": 30});
+    let expired = ok(&mut waiter, "state_watch", args);
+    assert_eq!(
+        (expired["events"][0]["key"].clone(), expired["events"][0]["op"].clone()),
+        (json!("gpu"), json!("expire"))
+    );
+    assert_eq!(
+        ok(&mut waiter, "lease_acquire", json!({"resource_id": "gpu", "holder_id": "b", "ttl_seconds": 60}))["status"],
+        "acquired"
+    );
+
+    // A worker that stops heartbeating loses its claim; the run is claimable again.
+    ok(&mut crashed, "workflow_create", json!({"name": "render"}));
+    let claim = ok(&mut crashed, "workflow_claim", json!({"agent_id": "w1", "lease_ttl_seconds": 1}));
+    let args =
+        json!({"kind": "workflow", "key": claim["run_id"], "after_revision": claim["revision"], "timeout_seconds": 30});
+    let lapsed = ok(&mut waiter, "state_watch", args);
+    let event = &lapsed["events"][0];
+    assert_eq!(
+        (event["op"].clone(), event["value"]["run_status"].clone()),
+        (json!("claim_expired"), json!("pending")),
+        "{lapsed}"
+    );
+    let reclaimed = ok(&mut waiter, "workflow_claim", json!({"agent_id": "w2", "run_id": claim["run_id"]}));
+    assert_eq!(
+        (reclaimed["status"].clone(), reclaimed["attempt"].clone()),
+        (json!("claimed"), json!(2)),
+        "{reclaimed}"
+    );
+}
