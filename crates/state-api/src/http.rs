@@ -96,14 +96,26 @@ impl HttpRemote {
             Err(e) => return Reply::error(ApiError::new(ErrorCode::Internal, format!("cannot encode a call: {e}"))),
         };
         let deadline = Instant::now() + self.settle_timeout;
+        // A server that has not answered one request in this long is stuck or unreachable
+        // mid-way; the caller hears so instead of waiting forever.
+        let answer_within = self.settle_timeout + settle::own_wait(op, &args);
         let mut backoff = Duration::from_millis(20);
         let mut sent = false;
         loop {
-            let problem = match self.send(&url, &body, request_id.as_deref()).await {
-                Ok(reply) => return reply,
-                Err(Failure { sent: went_out, reason }) => {
+            let answer = tokio::time::timeout(answer_within, self.send(&url, &body, request_id.as_deref())).await;
+            let problem = match answer {
+                Ok(Ok(reply)) => return reply,
+                Ok(Err(Failure { sent: went_out, reason })) => {
                     sent |= went_out;
                     reason
+                }
+                Err(_) => {
+                    let why = Unreached {
+                        transient: true,
+                        reason: format!("{} has not answered for {answer_within:?}", self.base),
+                        lost: "it was sent to the server, which has not answered",
+                    };
+                    return settle::unsettled(op, request_id.as_deref(), true, &why);
                 }
             };
             if Instant::now() + backoff >= deadline {

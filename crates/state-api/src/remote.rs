@@ -180,7 +180,7 @@ impl Remote {
         let deadline = Instant::now() + inner.config.settle_timeout;
         // A live owner answers in milliseconds (a long poll when its wait is over); one that
         // has not after this long is stopped or stuck, and the caller hears so.
-        let answer_within = inner.config.settle_timeout + own_wait(op, &call.args);
+        let answer_within = inner.config.settle_timeout + settle::own_wait(op, &call.args);
         let mut sent = false;
         loop {
             let connection = match connection(inner, deadline).await {
@@ -247,16 +247,6 @@ fn connection(
         *current = Some(connection.clone());
         Ok(connection)
     })
-}
-
-/// How long `op` itself may wait before answering: a long poll's own timeout.
-fn own_wait(op: Operation, args: &Value) -> Duration {
-    use state_core::ops::watch::{DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS};
-    if op != Operation::StateWatch {
-        return Duration::ZERO;
-    }
-    let seconds = args.get("timeout_seconds").and_then(Value::as_f64).unwrap_or(DEFAULT_WAIT_SECONDS);
-    Duration::from_secs_f64(seconds.clamp(0.0, MAX_WAIT_SECONDS))
 }
 
 /// Drops `dead` as the current connection (unless a newer one already replaced it).

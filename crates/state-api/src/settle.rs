@@ -2,7 +2,7 @@
 //! call they could not settle.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 use state_core::catalog::Operation;
@@ -67,4 +67,14 @@ pub(crate) fn unsettled(op: Operation, request_id: Option<&str>, sent: bool, why
     };
     let code = if sent && request_id.is_some() { ErrorCode::OutcomeUnknown } else { ErrorCode::Unavailable };
     Reply::error(ApiError::new(code, message))
+}
+
+/// How long `op` itself may wait before answering: a long poll's own timeout.
+pub(crate) fn own_wait(op: Operation, args: &Value) -> Duration {
+    use state_core::ops::watch::{DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS};
+    if op != Operation::StateWatch {
+        return Duration::ZERO;
+    }
+    let seconds = args.get("timeout_seconds").and_then(Value::as_f64).unwrap_or(DEFAULT_WAIT_SECONDS);
+    Duration::from_secs_f64(seconds.clamp(0.0, MAX_WAIT_SECONDS))
 }
