@@ -35,6 +35,21 @@ async fn set(api: &Api, key: &str, value: i64) -> u64 {
     call(api, Operation::StateSet, json!({"key": key, "value": value})).await["revision"].as_u64().unwrap()
 }
 
+/// Ends a test: the watch and clients first, so the owner stops with nothing open.
+async fn finish(
+    watcher: Watcher,
+    clients: [Api; 2],
+    stop: tokio::sync::oneshot::Sender<()>,
+    serving: tokio::task::JoinHandle<state_api::owner::OwnerExit>,
+) {
+    drop(watcher);
+    for client in clients {
+        client.close().await;
+    }
+    stop.send(()).unwrap();
+    serving.await.unwrap();
+}
+
 #[tokio::test]
 async fn a_joined_watcher_sees_exactly_the_changes_under_its_prefix() {
     let place = Place::new();
@@ -54,11 +69,7 @@ async fn a_joined_watcher_sees_exactly_the_changes_under_its_prefix() {
     assert!(expected.iter().all(|(revision, ..)| *revision > start));
     assert_eq!(take(&mut watcher, expected.len()).await, expected);
     assert_eq!(watcher.position(), expected.last().unwrap().0);
-    drop(watcher);
-    watching.close().await;
-    writing.close().await;
-    stop.send(()).unwrap();
-    serving.await.unwrap();
+    finish(watcher, [watching, writing], stop, serving).await;
 }
 
 #[tokio::test]
@@ -83,11 +94,7 @@ async fn a_joined_watch_resumes_on_a_replacement_owner_without_gap_or_repeat() {
     }
     seen.extend(take(&mut watcher, 4).await);
     assert_eq!(seen, expected);
-    drop(watcher);
-    watching.close().await;
-    writing.close().await;
-    stop.send(()).unwrap();
-    serving.await.unwrap();
+    finish(watcher, [watching, writing], stop, serving).await;
 }
 
 #[tokio::test]
