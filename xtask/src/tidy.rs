@@ -9,6 +9,11 @@ use crate::{cargo, root};
 
 /// Normal (non-dev) dependencies of every workspace package, by package name.
 fn dependency_graph() -> BTreeMap<String, BTreeSet<String>> {
+    dependencies(false)
+}
+
+/// Every package's dependencies by name; with `dev`, its tests' dependencies too.
+fn dependencies(dev: bool) -> BTreeMap<String, BTreeSet<String>> {
     let output = cargo().args(["metadata", "--format-version", "1", "--no-deps", "--offline"]).output();
     let output = output.expect("cargo metadata runs");
     assert!(output.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr));
@@ -19,7 +24,7 @@ fn dependency_graph() -> BTreeMap<String, BTreeSet<String>> {
             .as_array()
             .expect("dependencies")
             .iter()
-            .filter(|d| d["kind"].is_null())
+            .filter(|d| d["kind"].is_null() || (dev && d["kind"] == "dev"))
             .filter_map(|d| d["name"].as_str().map(str::to_owned))
             .collect();
         graph.insert(package["name"].as_str().expect("name").to_owned(), deps);
@@ -63,6 +68,17 @@ fn layers_point_one_way() {
             );
         }
         assert!(!graph[*frontend].contains("redb"), "{frontend} touches redb directly; go through state-api");
+    }
+    // Their tests too: a frontend's tests drive it as a user would, and check the database
+    // through the seam, so the seam is what they prove.
+    let with_tests = dependencies(true);
+    for frontend in frontends.iter().filter(|f| with_tests.contains_key(**f)) {
+        for engine_side in ["state-store", "redb"] {
+            assert!(
+                !with_tests[*frontend].contains(engine_side),
+                "{frontend}'s tests depend on {engine_side}: reach the database through state-api"
+            );
+        }
     }
 }
 

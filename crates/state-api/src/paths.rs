@@ -8,6 +8,12 @@ use std::path::{Path, PathBuf};
 /// The environment variable that overrides the directory owner sockets live in.
 pub const RUNTIME_DIR_ENV: &str = "STATE_RUNTIME_DIR";
 
+/// The file beside a database in which the process holding it records itself (pid, program,
+/// since when), so a refused process can name the holder; a clean close removes it.
+pub fn holder_note_path(db: &Path) -> PathBuf {
+    state_store::backend::redb::holder_note_path(db)
+}
+
 /// One database's meeting point.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rendezvous {

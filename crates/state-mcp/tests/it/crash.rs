@@ -4,14 +4,12 @@
 //! write that was never sent.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use state_core::ops::history::HistoryRequest;
-use state_core::ops::kv::ListRequest;
+use state_api::{Local, Settings};
+use state_core::catalog::Operation;
 use state_e2e::{McpClient, ProtocolEra, result_of, tool_result};
-use state_store::{Engine, EngineConfig, RedbBackend, SystemClock};
 
 const ROUNDS: u64 = 12;
 const IN_FLIGHT: usize = 24;
@@ -78,21 +76,23 @@ fn acknowledged_writes_survive_sigkill() {
         // Reopen as a new process would, and check.
         let unacked: BTreeMap<String, Value> = in_flight.into_values().collect();
         runtime.block_on(async {
-            let backend = RedbBackend::open(&db).expect("reopen after SIGKILL");
-            let engine = Engine::new(Arc::new(backend), Arc::new(SystemClock), EngineConfig::default()).unwrap();
+            let local = Local::open_standalone(&db, Settings::default()).expect("reopen after SIGKILL");
+            let call = |op: Operation, args: Value| {
+                let local = &local;
+                async move { local.call(op, args).await.body.unwrap_or_else(|e| panic!("{}: {}", op.name(), e.message)) }
+            };
             let mut present: BTreeMap<String, (u64, Value)> = BTreeMap::new();
-            let mut cursor = None;
+            let mut cursor = Value::Null;
             loop {
-                let page = engine
-                    .list(ListRequest { prefix: String::new(), limit: Some(1000), cursor, include_values: true })
-                    .await
-                    .unwrap();
-                for e in page.entries {
-                    present.insert(e.key, (e.version, e.value.unwrap()));
+                let args = json!({"prefix": "", "limit": 1000, "cursor": cursor, "include_values": true});
+                let page = call(Operation::StateList, args).await;
+                for e in page["entries"].as_array().unwrap() {
+                    let key = e["key"].as_str().unwrap().to_owned();
+                    present.insert(key, (e["version"].as_u64().unwrap(), e["value"].clone()));
                 }
-                match page.next_cursor {
-                    Some(next) => cursor = Some(next),
-                    None => break,
+                match &page["next_cursor"] {
+                    Value::Null => break,
+                    next => cursor = next.clone(),
                 }
             }
             for (key, value) in &acked {
@@ -113,20 +113,15 @@ fn acknowledged_writes_survive_sigkill() {
                 }
             }
             // One revision per committed write, and a history entry for each: no torn batch.
-            let health = engine.health().await.unwrap();
-            assert_eq!(health.revision, present.len() as u64, "seed {seed}: revision counter disagrees with contents");
-            let history = engine
-                .history(HistoryRequest {
-                    since_revision: Some(health.revision.saturating_sub(1000)),
-                    n: Some(1000),
-                    ..Default::default()
-                })
-                .await
-                .unwrap();
-            for event in &history.events {
-                assert!(present.contains_key(&event.key), "seed {seed}: history names missing {}", event.key);
+            let revision = call(Operation::StateHealth, json!({})).await["revision"].as_u64().unwrap();
+            assert_eq!(revision, present.len() as u64, "seed {seed}: revision counter disagrees with contents");
+            let args = json!({"since_revision": revision.saturating_sub(1000), "n": 1000});
+            let history = call(Operation::HistoryLog, args).await;
+            for event in history["events"].as_array().unwrap() {
+                let key = event["key"].as_str().unwrap();
+                assert!(present.contains_key(key), "seed {seed}: history names missing {key}");
             }
-            engine.close().await;
+            local.close().await;
         });
     }
     assert!(total_acked_this_run > ROUNDS as usize * 10, "the servers acknowledged too little to prove anything");

@@ -174,7 +174,7 @@ fn usage_docs_are_resources() {
 #[test]
 fn stdin_eof_ends_a_standalone_server_cleanly() {
     let mut server = TestServer::start(&["--standalone"]);
-    let holder_note = state_store::backend::redb::holder_note_path(&server.db);
+    let holder_note = state_api::holder_note_path(&server.db);
     assert!(holder_note.exists(), "the running server records itself as the holder");
     let status = server.client.shutdown().expect("exits after EOF");
     assert!(status.success(), "{status:?}");

@@ -323,7 +323,7 @@ fn an_idle_owner_exits_and_the_database_reopens_cleanly() {
     assert!(log.contains("owner stopped; database closed") && log.contains("Idle"), "{log}");
     let leftovers: Vec<_> = std::fs::read_dir(&place.runtime).unwrap().collect();
     assert!(leftovers.is_empty(), "the owner removed its socket: {leftovers:?}");
-    assert!(!state_store::backend::redb::holder_note_path(&place.db).exists(), "and its holder note");
+    assert!(!state_api::holder_note_path(&place.db).exists(), "and its holder note");
     // Opened in this process, as a new holder would: no repair needed, the value is there.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
