@@ -14,10 +14,7 @@ fn dependency_graph() -> BTreeMap<String, BTreeSet<String>> {
 
 /// Every package's dependencies by name; with `dev`, its tests' dependencies too.
 fn dependencies(dev: bool) -> BTreeMap<String, BTreeSet<String>> {
-    let output = cargo().args(["metadata", "--format-version", "1", "--no-deps", "--offline"]).output();
-    let output = output.expect("cargo metadata runs");
-    assert!(output.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr));
-    let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata JSON");
+    let metadata = metadata();
     let mut graph = BTreeMap::new();
     for package in metadata["packages"].as_array().expect("packages") {
         let deps = package["dependencies"]
@@ -30,6 +27,17 @@ fn dependencies(dev: bool) -> BTreeMap<String, BTreeSet<String>> {
         graph.insert(package["name"].as_str().expect("name").to_owned(), deps);
     }
     graph
+}
+
+/// `cargo metadata` of the workspace, run once per test process.
+fn metadata() -> &'static Value {
+    static METADATA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    METADATA.get_or_init(|| {
+        let output = cargo().args(["metadata", "--format-version", "1", "--no-deps", "--offline"]).output();
+        let output = output.expect("cargo metadata runs");
+        assert!(output.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).expect("cargo metadata JSON")
+    })
 }
 
 #[test]
@@ -84,8 +92,8 @@ fn layers_point_one_way() {
 
 #[test]
 fn libraries_do_not_use_anyhow_in_their_api() {
+    let graph = dependency_graph();
     for library in ["state-core", "state-store", "state-api"] {
-        let graph = dependency_graph();
         assert!(!graph[library].contains("anyhow"), "{library} returns typed errors (thiserror), not anyhow");
     }
 }

@@ -216,7 +216,20 @@ pub struct HistoryEvent {
 }
 
 impl HistoryEvent {
-    pub fn new(event: Event, include_value: bool) -> HistoryEvent {
+    pub fn new(mut event: Event, include_value: bool) -> HistoryEvent {
+        let value = if include_value { event.value.take() } else { None };
+        let agent_id = event.agent_id.take();
+        HistoryEvent::with(&event, agent_id, value)
+    }
+
+    /// [`HistoryEvent::new`] for an event shared with others (one commit fanned out to many
+    /// watchers): copies the value only when it is wanted.
+    pub fn copied(event: &Event, include_value: bool) -> HistoryEvent {
+        let value = if include_value { event.value.clone() } else { None };
+        HistoryEvent::with(event, event.agent_id.clone(), value)
+    }
+
+    fn with(event: &Event, agent_id: Option<String>, value: Option<Value>) -> HistoryEvent {
         let (space, id) = keyspace::classify(&event.key);
         HistoryEvent {
             revision: event.revision,
@@ -224,10 +237,10 @@ impl HistoryEvent {
             key: id.to_owned(),
             op: HistoryOp::of(event.kind, event.action),
             version: event.version,
-            agent_id: event.agent_id,
+            agent_id,
             time: event.time.to_rfc3339(),
             time_ms: event.time,
-            value: if include_value { event.value } else { None },
+            value,
         }
     }
 }

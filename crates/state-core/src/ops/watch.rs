@@ -46,7 +46,7 @@ impl WatchRequest {
     }
 
     /// The same selection as a history read, so watch and `history_log` agree exactly.
-    fn as_history(&self) -> HistoryRequest {
+    pub fn as_history(&self) -> HistoryRequest {
         HistoryRequest {
             kind: self.kind,
             key: self.key.clone(),

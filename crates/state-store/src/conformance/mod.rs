@@ -89,7 +89,7 @@ impl Store {
     }
 
     pub async fn revision(&self) -> u64 {
-        self.engine.health().await.expect("health").revision
+        self.engine.revision().await.expect("revision")
     }
 }
 

@@ -119,18 +119,9 @@ impl Watch {
         }
         match &committed.events {
             Some(events) if committed.first <= self.delivered + 1 => {
-                let mut batch: Option<WatchBatch> = None;
                 for event in events.iter().filter(|e| e.revision > self.delivered && self.filter.matches(&e.key)) {
-                    let event = HistoryEvent::new(event.clone(), self.include_values);
-                    match &mut batch {
-                        Some(open) if open.revision == event.revision => open.events.push(event),
-                        _ => {
-                            self.ready.extend(batch.take());
-                            batch = Some(WatchBatch { revision: event.revision, events: vec![event] });
-                        }
-                    }
+                    push_event(&mut self.ready, HistoryEvent::copied(event, self.include_values));
                 }
-                self.ready.extend(batch);
                 self.delivered = committed.last;
             }
             _ => self.catch_up_to = self.catch_up_to.max(committed.last),
@@ -140,19 +131,14 @@ impl Watch {
     /// One page of history after what was delivered.
     async fn read_history(&mut self) -> Result<(), EngineError> {
         let request = HistoryRequest {
-            kind: self.request.kind,
-            key: self.request.key.clone(),
-            prefix: self.request.prefix.clone(),
             since_revision: Some(self.delivered),
             n: Some(CATCH_UP_PAGE),
             include_values: Some(self.include_values),
+            ..self.request.as_history()
         };
         let page = self.engine.history(request).await?;
         for event in page.events {
-            match self.ready.back_mut() {
-                Some(open) if open.revision == event.revision => open.events.push(event),
-                _ => self.ready.push_back(WatchBatch { revision: event.revision, events: vec![event] }),
-            }
+            push_event(&mut self.ready, event);
         }
         // A page never splits a revision: after a full page, resume after its last revision;
         // after the last page, everything up to the revision it was read at has been seen.
@@ -161,5 +147,14 @@ impl Watch {
             _ => self.delivered.max(page.revision),
         };
         Ok(())
+    }
+}
+
+/// Adds an event to the batch of its revision: the last one, or a new one after it. Events come
+/// in revision order, and everything already queued is older than what is added.
+fn push_event(ready: &mut VecDeque<WatchBatch>, event: HistoryEvent) {
+    match ready.back_mut() {
+        Some(open) if open.revision == event.revision => open.events.push(event),
+        _ => ready.push_back(WatchBatch { revision: event.revision, events: vec![event] }),
     }
 }

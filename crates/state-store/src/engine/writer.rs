@@ -141,10 +141,11 @@ where
         }
         let applied = Applied { advances_revision: plan.advances_revision(), touched: plan.commits() };
         apply_plan(txn, &plan)?;
+        let Plan { outcome, events, .. } = plan;
         if let Some(feed) = feed {
-            feed.extend(plan.events.iter().cloned());
+            feed.extend(events);
         }
-        self.outcome = Some(Ok(plan.outcome));
+        self.outcome = Some(Ok(outcome));
         Ok(applied)
     }
 
