@@ -8,7 +8,7 @@ use crate::auth::{self, Need, Principal};
 use crate::http::{HttpConfig, HttpError, HttpRemote};
 use crate::local::Local;
 use crate::remote::{self, JoinConfig, JoinError, Joined, Remote};
-use crate::reply::{ApiError, ErrorCode, Reply};
+use crate::reply::{ApiError, ErrorCode, Outcome, Reply};
 use crate::watch::Watcher;
 
 /// The operation seam: the store in this process, or the database's owner in another.
@@ -45,11 +45,7 @@ impl Api {
     /// Runs one operation. Never fails outright: every failure is a [`Reply`] whose outcome
     /// says what kind of failure it is.
     pub async fn call(&self, op: Operation, args: Value) -> Reply {
-        match &self.inner {
-            Inner::Local(local) => local.call(op, args).await,
-            Inner::Remote(remote) => remote.call(op, args).await,
-            Inner::Http(http) => http.call_with_id(op, args, None).await,
-        }
+        self.dispatch(op, args, None).await
     }
 
     /// Runs one operation for `principal`, after checking that its token covers everything the
@@ -68,10 +64,15 @@ impl Api {
         args: Value,
     ) -> Reply {
         if let Some(principal) = principal
-            && let Err(refused) = self.authorize(principal, op, &args).await
+            && let Err(refused) = self.authorize(principal, op, auth::needs(op, &args)).await
         {
             return Reply::error(refused);
         }
+        self.dispatch(op, args, request_id).await
+    }
+
+    /// Runs a call on whichever side of the seam the store is, unchecked.
+    async fn dispatch(&self, op: Operation, args: Value, request_id: Option<String>) -> Reply {
         match &self.inner {
             Inner::Local(local) => local.call_with_id(op, args, request_id).await,
             Inner::Remote(remote) => remote.call_with_id(op, args, request_id).await,
@@ -83,9 +84,7 @@ impl Api {
     /// once if the token does not cover them or history after `after_revision` is compacted.
     pub async fn watch(&self, principal: Option<&Principal>, request: WatchRequest) -> Result<Watcher, ApiError> {
         if let Some(principal) = principal {
-            let args = serde_json::to_value(&request)
-                .map_err(|e| ApiError::new(ErrorCode::Internal, format!("cannot encode a watch: {e}")))?;
-            self.authorize(principal, Operation::StateWatch, &args).await?;
+            self.authorize(principal, Operation::StateWatch, auth::watch_needs(&request)).await?;
         }
         match &self.inner {
             Inner::Local(local) => local.watch(request).await.map(Watcher::local),
@@ -94,11 +93,11 @@ impl Api {
         }
     }
 
-    /// Refuses a call whose arguments reach outside what `principal`'s token covers.
-    async fn authorize(&self, principal: &Principal, op: Operation, args: &Value) -> Result<(), ApiError> {
-        for need in auth::needs(op, args) {
+    /// Refuses a call whose needs reach outside what `principal`'s token covers.
+    async fn authorize(&self, principal: &Principal, op: Operation, needs: Vec<Need>) -> Result<(), ApiError> {
+        for need in needs {
             let run_name = match &need {
-                Need::Run(run_id, _) => self.run_name(run_id).await,
+                Need::Run(run_id, _) => self.run_name(run_id).await?,
                 _ => None,
             };
             auth::check(principal, op, &need, run_name.as_deref())?;
@@ -106,10 +105,19 @@ impl Api {
         Ok(())
     }
 
-    /// A run's name, which decides who may touch it.
-    async fn run_name(&self, run_id: &str) -> Option<String> {
-        let status = self.call(Operation::WorkflowStatus, serde_json::json!({ "run_id": run_id })).await;
-        status.body.ok()?.get("run")?.get("name")?.as_str().map(str::to_owned)
+    /// A run's name, which decides who may touch it; `None` for a run that does not exist.
+    /// Anything else that keeps it from being known refuses the call: a check that cannot be
+    /// made must not let the call through.
+    async fn run_name(&self, run_id: &str) -> Result<Option<String>, ApiError> {
+        let status = self.dispatch(Operation::WorkflowStatus, serde_json::json!({ "run_id": run_id }), None).await;
+        if status.outcome == Outcome::NotFound {
+            return Ok(None);
+        }
+        let body = status.body?;
+        match body.get("run").and_then(|run| run.get("name")).and_then(Value::as_str) {
+            Some(name) => Ok(Some(name.to_owned())),
+            None => Err(ApiError::new(ErrorCode::Internal, format!("cannot tell whose workflow run `{run_id}` is"))),
+        }
     }
 
     /// Ends this handle's use of the store: closes a local engine (letting queued writes

@@ -207,9 +207,9 @@ pub(crate) fn needs(op: Operation, args: &Value) -> Vec<Need> {
     use Operation::*;
     use Right::{Admin, Read, Write};
     fn parse<T: serde::de::DeserializeOwned>(args: &Value) -> Option<T> {
-        serde_json::from_value(args.clone()).ok()
+        T::deserialize(args).ok()
     }
-    let run = |right| parse::<Value>(args).and_then(|a| a.get("run_id")?.as_str().map(|r| Need::Run(r.into(), right)));
+    let run = |right| args.get("run_id").and_then(Value::as_str).map(|r| vec![Need::Run(r.into(), right)]);
     let fenced = |lease: &Option<String>| lease.iter().map(|l| Need::Id(l.clone(), Read)).collect::<Vec<_>>();
     if op.spec().profile != Profile::Native {
         // The replaced servers' argument shapes have no prefixes to check: only a token over
@@ -234,7 +234,7 @@ pub(crate) fn needs(op: Operation, args: &Value) -> Vec<Need> {
             compares.chain(ops).chain(fenced(&r.lease)).collect()
         }),
         HistoryLog => parse::<HistoryRequest>(args).map(|r| history_needs(r.kind, r.key, r.prefix)),
-        StateWatch => parse::<WatchRequest>(args).map(|r| history_needs(r.kind, r.key, r.prefix)),
+        StateWatch => parse::<WatchRequest>(args).map(|r| watch_needs(&r)),
         LeaseAcquire => parse::<AcquireRequest>(args).map(|r| vec![Need::Id(r.resource_id, Write)]),
         LeaseRenew => parse::<RenewRequest>(args).map(|r| vec![Need::Id(r.resource_id, Write)]),
         LeaseRelease => parse::<ReleaseRequest>(args).map(|r| vec![Need::Id(r.resource_id, Write)]),
@@ -246,10 +246,8 @@ pub(crate) fn needs(op: Operation, args: &Value) -> Vec<Need> {
             (None, Some(name)) => vec![Need::Id(name, Write)],
             (None, None) => vec![Need::Prefix(String::new(), Write)],
         }),
-        WorkflowCheckpoint | WorkflowHeartbeat | WorkflowComplete | WorkflowFail | WorkflowCancel => {
-            run(Write).map(|need| vec![need])
-        }
-        WorkflowStatus | WorkflowResume => run(Read).map(|need| vec![need]),
+        WorkflowCheckpoint | WorkflowHeartbeat | WorkflowComplete | WorkflowFail | WorkflowCancel => run(Write),
+        WorkflowStatus | WorkflowResume => run(Read),
         WorkflowList => parse::<ListRunsRequest>(args).map(|r| vec![runs_named(r.name)]),
         WorkflowDiscover => parse::<DiscoverRequest>(args).map(|r| vec![runs_named(r.name)]),
         SessionSave => parse::<SessionSaveRequest>(args).map(|r| vec![Need::Id(r.session_id, Write)]),
@@ -273,6 +271,11 @@ fn runs_named(name: Option<String>) -> Need {
 /// History (and a watch of it) is checked by the ids it names. One run's history is checked
 /// by the run's name; runs by id prefix, and store history, belong to no one, so they need
 /// the whole store.
+/// What a watch reads: as history of the same selection.
+pub(crate) fn watch_needs(request: &WatchRequest) -> Vec<Need> {
+    history_needs(request.kind, request.key.clone(), request.prefix.clone())
+}
+
 fn history_needs(kind: Option<HistoryKind>, key: Option<String>, prefix: Option<String>) -> Vec<Need> {
     let by_id = matches!(kind, None | Some(HistoryKind::Kv | HistoryKind::Lease | HistoryKind::Session));
     match (key, prefix) {

@@ -37,10 +37,6 @@ impl CappedLog {
         let size = file.metadata()?.len();
         Ok(CappedLog { state: Arc::new(Mutex::new(State { path: path.to_owned(), file, size, cap: cap.max(1024) })) })
     }
-
-    pub fn path(&self) -> PathBuf {
-        self.state.lock().map(|s| s.path.clone()).unwrap_or_default()
-    }
 }
 
 impl State {

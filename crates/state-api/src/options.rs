@@ -38,10 +38,6 @@ impl Options {
     pub fn exposed(&self) -> Vec<Operation> {
         Operation::exposed(&self.profiles, &self.groups)
     }
-
-    pub fn allows(&self, op: Operation) -> bool {
-        self.exposed().contains(&op)
-    }
 }
 
 /// On the wire: names, so an owner can refuse a profile it does not know by name.

@@ -139,10 +139,6 @@ impl Owner {
         Ok(Owner { listener, rendezvous, local, idle: config.idle, welcome })
     }
 
-    pub fn rendezvous(&self) -> &Rendezvous {
-        &self.rendezvous
-    }
-
     /// The seam over this owner's engine, for a frontend hosted in the owner's own process.
     pub fn api(&self) -> crate::Api {
         crate::Api::local(self.local.clone())

@@ -162,10 +162,6 @@ pub(crate) async fn join(config: JoinConfig) -> Result<(Remote, Joined), JoinErr
 }
 
 impl Remote {
-    pub(crate) async fn call(&self, op: Operation, args: Value) -> Reply {
-        self.call_with_id(op, args, None).await
-    }
-
     /// Calls `op`; a mutating call carries an idempotency key: the one in its arguments, else
     /// `request_id`, else a fresh one of this process's.
     pub(crate) async fn call_with_id(&self, op: Operation, args: Value, request_id: Option<String>) -> Reply {
