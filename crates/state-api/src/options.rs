@@ -33,6 +33,19 @@ impl Options {
         Options { profiles: chosen, groups }
     }
 
+    /// Whether a call of `op` is served: its profile and group were chosen. A profile's tool
+    /// replacing a native one of the same name only changes what is listed; the native
+    /// operation stays callable (state-http's REST routes, for one, are native).
+    pub fn permits(&self, op: Operation) -> bool {
+        let spec = op.spec();
+        self.profiles.contains(&spec.profile) && self.groups.contains(&spec.group)
+    }
+
+    /// Every operation of every profile: for a frontend that filters what it offers itself.
+    pub fn everything() -> Options {
+        Options::new(Profile::ALL, [])
+    }
+
     /// The operations exposed, in catalog order (a profile's tool replaces a native one of
     /// the same name).
     pub fn exposed(&self) -> Vec<Operation> {

@@ -21,6 +21,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::local::{Host, Local, engine_config};
+use crate::options::Options;
 use crate::paths::{PathError, Rendezvous, uid};
 use crate::reply::{ApiError, ErrorCode, Outcome, Reply};
 use crate::wire::{
@@ -281,7 +282,7 @@ async fn serve_connection(stream: UnixStream, shared: &Shared) {
         "a client joined"
     );
 
-    let allowed: Arc<[Operation]> = hello.options.exposed().into();
+    let allowed = Arc::new(hello.options);
     // Calls run concurrently and answer in any order; the lock keeps their frames whole.
     let write = Arc::new(tokio::sync::Mutex::new(write));
     let mut watches: std::collections::HashMap<u64, tokio::task::AbortHandle> = std::collections::HashMap::new();
@@ -380,7 +381,7 @@ async fn send(write: &SharedWrite, frame: &ReplyFrame) -> bool {
 /// Runs one call and writes its reply.
 async fn answer(
     local: Local,
-    allowed: Arc<[Operation]>,
+    allowed: Arc<Options>,
     write: Arc<tokio::sync::Mutex<tokio::net::unix::OwnedWriteHalf>>,
     call: Call,
 ) {
@@ -435,7 +436,7 @@ fn greet(said: Option<serde_json::Value>, welcome: &Welcome) -> (Greeting, Optio
     (Greeting::Welcome(welcome.clone()), Some(hello))
 }
 
-async fn serve_call(local: &Local, allowed: &[Operation], call: Call) -> Reply {
+async fn serve_call(local: &Local, allowed: &Options, call: Call) -> Reply {
     let Some(op) = Operation::from_id(&call.op) else {
         return Reply::error(ApiError::new(
             ErrorCode::InvalidArguments,
@@ -446,7 +447,7 @@ async fn serve_call(local: &Local, allowed: &[Operation], call: Call) -> Reply {
             ),
         ));
     };
-    if !allowed.contains(&op) {
+    if !allowed.permits(op) {
         return Reply::error(ApiError::new(
             ErrorCode::NotEnabled,
             format!("`{}` is not among the tools this client enabled (--tools, --compat)", op.name()),

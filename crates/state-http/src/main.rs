@@ -235,7 +235,7 @@ async fn reach_store(cli: &Cli, db: &std::path::Path) -> anyhow::Result<(Api, Op
         Err(error) if error.holder_role().is_some() => {
             let client = format!("state-http {}", env!("CARGO_PKG_VERSION"));
             let join = store
-                .join_config(db, state_api::Options::default(), client, SETTLE_TIMEOUT)
+                .join_config(db, state_api::Options::everything(), client, SETTLE_TIMEOUT)
                 .context("cannot find this program to start an owner with")?;
             let (api, joined) = Api::join(join).await?;
             let owner = joined.welcome;

@@ -130,6 +130,24 @@ fn stdio_and_http_clients_share_one_database_whichever_came_first() {
 }
 
 #[test]
+fn a_server_joined_to_an_owner_serves_every_operation_it_would_own() {
+    let place = Place::new();
+    let mut stdio = mcp_client(&place, &["--tools", "kv"]);
+    let server = place.serve(&["--compat", "sidecar,caxton"]);
+    assert!(server.stderr().contains("joined the owner"), "{}", server.stderr());
+    let http = server.client();
+    // A compatibility tool, and native routes that a profile's tools replace on /mcp.
+    let stored = expect(&http.json("POST", "/v1/call/caxton/store", &json!({"key": "c", "value": 1})).unwrap(), 200);
+    assert_eq!(stored["outcome"], "ok", "{stored}");
+    assert_eq!(expect(&http.get("/v1/kv/c").unwrap(), 200)["value"], 1);
+    let lease = json!({"resource_id": "r", "holder_id": "h", "ttl_seconds": 5});
+    assert_eq!(expect(&http.json("POST", "/v1/leases:acquire", &lease).unwrap(), 200)["status"], "acquired");
+    // The stdio client's own choice still holds for it.
+    let refused = stdio.call("lease_get", json!({"resource_id": "r"}));
+    assert!(refused.as_ref().map_or(true, |result| result.is_error), "{refused:?}");
+}
+
+#[test]
 fn state_mcp_serves_a_remote_server_with_a_token() {
     let place = Place::new();
     let server = place.serve_with_auth();
