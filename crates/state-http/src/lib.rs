@@ -78,10 +78,12 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
             config.request_timeout,
         ))
         .layer(DefaultBodyLimit::max(config.max_body_bytes));
+    // The document depends only on the catalog: generate its schemas once, not per request.
+    let document = Arc::new(openapi::document());
     Router::new()
         .merge(rest)
         .merge(rest::watch::router())
-        .route("/openapi.json", get(|| async { axum::Json(openapi::document()).into_response() }))
+        .route("/openapi.json", get(move || async move { axum::Json(Arc::clone(&document)).into_response() }))
         .route("/healthz", get(metrics::healthz))
         .route("/metrics", get(metrics::metrics))
         .nest_service("/mcp", mcp::service(api, &config.mcp, shutdown))

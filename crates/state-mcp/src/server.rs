@@ -177,18 +177,14 @@ impl ServerHandler for StateServer {
         let (changed, mut changes) = tokio::sync::mpsc::channel::<String>(64);
         let mut following = tokio::task::JoinSet::new();
         for uri in uris {
-            let Some(mut resource) = subscriptions::follow(&self.api, caller, &self.options.profiles, &uri).await?
-            else {
+            let Some(resource) = subscriptions::follow(&self.api, caller, &self.options.profiles, &uri).await? else {
                 continue;
             };
             let changed = changed.clone();
-            following.spawn(async move {
-                while resource.changed().await {
-                    if changed.send(resource.uri().to_owned()).await.is_err() {
-                        break;
-                    }
-                }
-            });
+            following.spawn(resource.forward(move |uri| {
+                let changed = changed.clone();
+                async move { changed.send(uri).await.is_ok() }
+            }));
         }
         drop(changed);
         loop {
@@ -219,16 +215,12 @@ impl ServerHandler for StateServer {
     ) -> Result<(), McpError> {
         let followed =
             subscriptions::follow(&self.api, principal(&context), &self.options.profiles, &request.uri).await?;
-        let Some(mut resource) = followed else { return Ok(()) };
+        let Some(resource) = followed else { return Ok(()) };
         let peer = context.peer.clone();
-        let task = tokio::spawn(async move {
-            while resource.changed().await {
-                let updated = ResourceUpdatedNotificationParam::new(resource.uri().to_owned());
-                if peer.notify_resource_updated(updated).await.is_err() {
-                    break;
-                }
-            }
-        });
+        let task = tokio::spawn(resource.forward(move |uri| {
+            let peer = peer.clone();
+            async move { peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)).await.is_ok() }
+        }));
         self.subscriptions.add(request.uri, task.abort_handle());
         Ok(())
     }

@@ -91,8 +91,18 @@ pub(crate) async fn follow(
 }
 
 impl Changes {
-    pub(crate) fn uri(&self) -> &str {
-        &self.uri
+    /// Tells `notify` the resource's URI after each change, until it answers false (nobody
+    /// is listening any more) or the resource can no longer be followed.
+    pub(crate) async fn forward<F, Sent>(mut self, mut notify: F)
+    where
+        F: FnMut(String) -> Sent,
+        Sent: std::future::Future<Output = bool>,
+    {
+        while self.changed().await {
+            if !notify(self.uri.clone()).await {
+                break;
+            }
+        }
     }
 
     /// Waits until the resource changes again. False once it cannot be followed any more

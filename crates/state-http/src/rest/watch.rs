@@ -20,7 +20,7 @@ use axum::routing::{get, post};
 use futures_util::Stream;
 use serde_json::{Map, Value, json};
 use state_api::auth::Principal;
-use state_api::{ApiError, ErrorCode, Outcome, Watcher};
+use state_api::{ApiError, ErrorCode, Outcome, Reply, Watcher};
 use state_core::catalog::Operation;
 use state_core::ops::watch::{WatchBatch, WatchRequest};
 use tokio_util::sync::CancellationToken;
@@ -55,12 +55,7 @@ async fn watch(
     let principal = principal.as_ref().map(|p| &p.0);
     let watcher = match service.api.watch(principal, request).await {
         Ok(watcher) => watcher,
-        Err(error) => {
-            let status = problem::status(error.code.outcome(), Some(error.code), OnConflict::Conflict);
-            let mut response = problem::problem(status, &error);
-            response.extensions_mut().insert(error.code.outcome());
-            return response;
-        }
+        Err(error) => return problem::reply(Reply::error(error), OnConflict::Conflict),
     };
     let keep_alive = KeepAlive::new().interval(service.keep_alive).text("keep-alive");
     let mut response = Sse::new(events(watcher, service.shutdown.clone())).keep_alive(keep_alive).into_response();
@@ -74,7 +69,9 @@ async fn watch(
 /// `from_revision`, so a reconnecting EventSource resumes where it was).
 fn request(query: &[(String, String)], headers: &HeaderMap) -> Result<WatchRequest, ApiError> {
     let invalid = |message: String| ApiError::new(ErrorCode::InvalidArguments, message);
-    let types = QueryTypes::of(Operation::StateWatch);
+    // The watch's argument types come from its schema: read them once.
+    static TYPES: std::sync::LazyLock<QueryTypes> = std::sync::LazyLock::new(|| QueryTypes::of(Operation::StateWatch));
+    let types = &*TYPES;
     let mut args = Map::new();
     for (name, text) in query {
         if !PARAMETERS.contains(&name.as_str()) {
