@@ -60,12 +60,14 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let route = &prepared.route;
-    let args = match arguments(&prepared, path, &query, &headers, &body) {
-        Ok(args) => args,
+    let parsed =
+        arguments(&prepared, path, &query, &headers, &body).and_then(|args| Ok((args, idempotency_key(&headers)?)));
+    let (args, request_id) = match parsed {
+        Ok(parsed) => parsed,
         Err(error) => return problem::problem(StatusCode::BAD_REQUEST, &error),
     };
     let principal = principal.as_ref().map(|p| &p.0);
-    let reply = service.api.call_as(principal, route.op, Value::Object(args)).await;
+    let reply = service.api.call_with(principal, request_id, route.op, Value::Object(args)).await;
     let version = reply.body.as_ref().ok().and_then(|r| r.get("version")).and_then(Value::as_u64);
     match route.flavor {
         Flavor::Plain(on_conflict) => problem::reply(reply, on_conflict),
@@ -133,13 +135,17 @@ fn arguments(
     {
         args.insert("expected_version".into(), Value::from(expected));
     }
-    if route.op.is_mutating()
-        && let Some(key) = headers.get(IDEMPOTENCY_KEY)
-    {
-        let key = key.to_str().map_err(|_| invalid("Idempotency-Key must be printable ASCII".into()))?;
-        args.entry("request_id").or_insert_with(|| Value::String(key.to_owned()));
-    }
     Ok(args)
+}
+
+/// The `Idempotency-Key` header: the seam makes it a mutating call's `request_id` (unless the
+/// arguments carry one) and ignores it on reads.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(key) = headers.get(IDEMPOTENCY_KEY) else { return Ok(None) };
+    let key = key
+        .to_str()
+        .map_err(|_| ApiError::new(ErrorCode::InvalidArguments, "Idempotency-Key must be printable ASCII"))?;
+    Ok(Some(key.to_owned()))
 }
 
 /// `If-Match: "N"` means version N; `If-None-Match: *` means create only.
@@ -213,7 +219,10 @@ async fn run_call(
             }
         }
     };
-    let request_id = headers.get(IDEMPOTENCY_KEY).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let request_id = match idempotency_key(&headers) {
+        Ok(key) => key,
+        Err(error) => return problem::problem(StatusCode::BAD_REQUEST, &error),
+    };
     let principal = principal.as_ref().map(|p| &p.0);
     let reply = service.api.call_with(principal, request_id, op, args).await;
     let status = match &reply.body {
