@@ -159,7 +159,7 @@ impl Reply {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct ReplyJson {
     outcome: Outcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -168,13 +168,23 @@ struct ReplyJson {
     error: Option<ApiError>,
 }
 
+/// [`ReplyJson`] borrowing a reply's body, so encoding one copies nothing.
+#[derive(Serialize)]
+struct ReplyJsonRef<'a> {
+    outcome: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ApiError>,
+}
+
 impl Serialize for Reply {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let (result, error) = match &self.body {
-            Ok(value) => (Some(value.clone()), None),
-            Err(error) => (None, Some(error.clone())),
+            Ok(value) => (Some(value), None),
+            Err(error) => (None, Some(error)),
         };
-        ReplyJson { outcome: self.outcome, result, error }.serialize(serializer)
+        ReplyJsonRef { outcome: self.outcome, result, error }.serialize(serializer)
     }
 }
 
