@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -100,6 +100,32 @@ pub struct Joined {
     pub welcome: Welcome,
     /// This process started the owner (no owner was answering).
     pub started_owner: bool,
+}
+
+impl Joined {
+    /// Logs one line saying whose store this is, and a warning for each engine setting the
+    /// process asked for that the owner does not use.
+    pub fn report(&self, db: &Path, asked: Settings) {
+        let owner = &self.welcome;
+        let log = owner.log_file.as_ref().map_or_else(|| "none".to_owned(), |p| p.display().to_string());
+        let verb = if self.started_owner { "started the owner of" } else { "joined the owner of" };
+        tracing::info!("{verb} {} (pid {}, state {}); owner log: {log}", db.display(), owner.pid, owner.version);
+        let theirs = owner.settings;
+        if let Some(asked) = asked.max_value_bytes.filter(|a| Some(*a) != theirs.max_value_bytes) {
+            tracing::warn!(
+                "--max-value-bytes {asked} is not in effect: the owner (pid {}) uses {}; engine-wide settings are the owner's (stop it to change them)",
+                owner.pid,
+                theirs.max_value_bytes.map_or_else(|| "its default".into(), |v| v.to_string())
+            );
+        }
+        if let Some(asked) = asked.history_retention.filter(|a| Some(*a) != theirs.history_retention) {
+            tracing::warn!(
+                "--history-retention {asked} is not in effect: the owner (pid {}) keeps {}; engine-wide settings are the owner's (stop it to change them)",
+                owner.pid,
+                theirs.history_retention.map_or_else(|| "its default".into(), |v| v.to_string())
+            );
+        }
+    }
 }
 
 /// The client half of the seam.

@@ -238,9 +238,7 @@ async fn reach_store(cli: &Cli, db: &std::path::Path) -> anyhow::Result<(Api, Op
                 .join_config(db, state_api::Options::everything(), client, SETTLE_TIMEOUT)
                 .context("cannot find this program to start an owner with")?;
             let (api, joined) = Api::join(join).await?;
-            let owner = joined.welcome;
-            let log = owner.log_file.map_or_else(|| "none".to_owned(), |p| p.display().to_string());
-            tracing::info!("joined the owner of {} (pid {}); owner log: {log}", db.display(), owner.pid);
+            joined.report(db, store.engine.settings());
             Ok((api, None))
         }
         Err(error) => Err(error.into()),

@@ -6,7 +6,6 @@
 #![deny(clippy::print_stdout)]
 
 use std::io::IsTerminal;
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -14,7 +13,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use state_api::cli::{OwnerArgs, StoreArgs, ToolArgs};
 use state_api::owner;
-use state_api::{Api, HttpConfig, Joined, Local, Settings};
+use state_api::{Api, HttpConfig, Local};
 use state_mcp::StateServer;
 use tracing_subscriber::fmt::writer::MakeWriterExt;
 
@@ -128,7 +127,7 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
             .join_config(&db, options.clone(), client, SETTLE_TIMEOUT)
             .context("cannot find this program to start an owner with")?;
         let (api, joined) = Api::join(config).await?;
-        report_join(&db, &joined, cli.store.engine.settings());
+        joined.report(&db, cli.store.engine.settings());
         api
     };
     serve_mcp(api, options, &db.display().to_string()).await
@@ -152,29 +151,6 @@ async fn serve_mcp(api: Api, options: state_api::Options, store: &str) -> anyhow
     served?;
     tracing::info!("client disconnected");
     Ok(())
-}
-
-/// One stderr line saying whose store this is, and any engine setting not honoured.
-fn report_join(db: &Path, joined: &Joined, asked: Settings) {
-    let owner = &joined.welcome;
-    let log = owner.log_file.as_ref().map_or_else(|| "none".to_owned(), |p| p.display().to_string());
-    let verb = if joined.started_owner { "started the owner of" } else { "joined the owner of" };
-    tracing::info!("{verb} {} (pid {}, state {}); owner log: {log}", db.display(), owner.pid, owner.version);
-    let theirs = owner.settings;
-    if let Some(asked) = asked.max_value_bytes.filter(|a| Some(*a) != theirs.max_value_bytes) {
-        tracing::warn!(
-            "--max-value-bytes {asked} is not in effect: the owner (pid {}) uses {}; engine-wide settings are the owner's (stop it to change them)",
-            owner.pid,
-            theirs.max_value_bytes.map_or_else(|| "its default".into(), |v| v.to_string())
-        );
-    }
-    if let Some(asked) = asked.history_retention.filter(|a| Some(*a) != theirs.history_retention) {
-        tracing::warn!(
-            "--history-retention {asked} is not in effect: the owner (pid {}) keeps {}; engine-wide settings are the owner's (stop it to change them)",
-            owner.pid,
-            theirs.history_retention.map_or_else(|| "its default".into(), |v| v.to_string())
-        );
-    }
 }
 
 fn run_owner(args: OwnerArgs) -> ExitCode {
