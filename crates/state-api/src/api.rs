@@ -73,6 +73,7 @@ impl Api {
 
     /// Runs a call on whichever side of the seam the store is, unchecked.
     async fn dispatch(&self, op: Operation, args: Value, request_id: Option<String>) -> Reply {
+        let args = crate::workspace::fill(op, args);
         match &self.inner {
             Inner::Local(local) => local.call_with_id(op, args, request_id).await,
             Inner::Remote(remote) => remote.call_with_id(op, args, request_id).await,

@@ -10,6 +10,7 @@
 //! - `write`: reads and changes of them;
 //! - `admin`: everything, and store-wide operations (`state_reset`) when the prefix is "".
 
+use state_core::ops::knowledge::{KnowledgeDeleteRequest, KnowledgeListRequest, KnowledgeSaveRequest};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -255,6 +256,16 @@ pub(crate) fn needs(op: Operation, args: &Value) -> Vec<Need> {
         SessionList => parse::<SessionListRequest>(args).map(|r| vec![Need::Prefix(r.prefix, Read)]),
         StateHealth => Some(vec![Need::Nothing]),
         StateReset => Some(vec![Need::Prefix(String::new(), Admin)]),
+        // Checkpoints span workspaces and sessions, and recall ranks across every note: only
+        // a token over the whole store may save or read them. A note's own id is checked
+        // where one note is named.
+        CheckpointSave => Some(vec![Need::Prefix(String::new(), Write)]),
+        CheckpointRestore | CheckpointSearch | CheckpointTimeline | KnowledgeRecall => {
+            Some(vec![Need::Prefix(String::new(), Read)])
+        }
+        KnowledgeSave => parse::<KnowledgeSaveRequest>(args).map(|r| vec![Need::Id(r.id, Write)]),
+        KnowledgeDelete => parse::<KnowledgeDeleteRequest>(args).map(|r| vec![Need::Id(r.id, Write)]),
+        KnowledgeList => parse::<KnowledgeListRequest>(args).map(|r| vec![Need::Prefix(r.prefix, Read)]),
         _ => None,
     }
     .unwrap_or_default()

@@ -3,8 +3,14 @@
 //! operation.
 
 use state_core::ops::admin::ResetResult;
+use state_core::ops::checkpoint::{
+    CheckpointRestoreResult, CheckpointSaveResult, CheckpointSearchResult, CheckpointTimelineResult, RestoreStatus,
+};
 use state_core::ops::health::HealthResult;
 use state_core::ops::history::HistoryResult;
+use state_core::ops::knowledge::{
+    KnowledgeDeleteResult, KnowledgeListResult, KnowledgeRecallResult, KnowledgeSaveResult,
+};
 use state_core::ops::kv::{BatchGetResult, DeleteResult, GetResult, ListResult, SetResult};
 use state_core::ops::lease::{AcquireResult, AcquireStatus, HoldResult, HoldStatus, LeaseGetResult, LeaseListResult};
 use state_core::ops::session::{SessionListResult, SessionRestoreResult, SessionSaveResult};
@@ -47,7 +53,51 @@ always_ok!(
     HealthResult,
     ResetResult,
     WatchResult,
+    CheckpointSaveResult,
+    CheckpointSearchResult,
+    CheckpointTimelineResult,
+    KnowledgeRecallResult,
+    KnowledgeListResult,
 );
+
+impl Classify for CheckpointRestoreResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            RestoreStatus::Ok => Outcome::Ok,
+            RestoreStatus::NotFound => Outcome::NotFound,
+            RestoreStatus::Ambiguous => Outcome::Invalid,
+        }
+    }
+}
+
+fn write(status: WriteStatus) -> Outcome {
+    match status {
+        WriteStatus::Ok => Outcome::Ok,
+        WriteStatus::Conflict => Outcome::Conflict,
+        WriteStatus::Fenced => Outcome::Fenced,
+    }
+}
+
+fn delete(status: DeleteStatus) -> Outcome {
+    match status {
+        DeleteStatus::Ok => Outcome::Ok,
+        DeleteStatus::NotFound => Outcome::NotFound,
+        DeleteStatus::Conflict => Outcome::Conflict,
+        DeleteStatus::Fenced => Outcome::Fenced,
+    }
+}
+
+impl Classify for KnowledgeSaveResult {
+    fn outcome(&self) -> Outcome {
+        write(self.status)
+    }
+}
+
+impl Classify for KnowledgeDeleteResult {
+    fn outcome(&self) -> Outcome {
+        delete(self.status)
+    }
+}
 
 fn read(status: ReadStatus) -> Outcome {
     match status {
@@ -85,22 +135,13 @@ impl Classify for SessionRestoreResult {
 
 impl Classify for SetResult {
     fn outcome(&self) -> Outcome {
-        match self.status {
-            WriteStatus::Ok => Outcome::Ok,
-            WriteStatus::Conflict => Outcome::Conflict,
-            WriteStatus::Fenced => Outcome::Fenced,
-        }
+        write(self.status)
     }
 }
 
 impl Classify for DeleteResult {
     fn outcome(&self) -> Outcome {
-        match self.status {
-            DeleteStatus::Ok => Outcome::Ok,
-            DeleteStatus::NotFound => Outcome::NotFound,
-            DeleteStatus::Conflict => Outcome::Conflict,
-            DeleteStatus::Fenced => Outcome::Fenced,
-        }
+        delete(self.status)
     }
 }
 

@@ -155,6 +155,11 @@ pub enum ProfileArg {
     Sidecar,
     /// Caxton's StateTool interface: store, retrieve, delete, list, exists, batch_store, batch_retrieve.
     Caxton,
+    /// The Sage MCP design: save_checkpoint, list_checkpoints, load_checkpoint, save_knowledge,
+    /// recall_knowledge.
+    Sage,
+    /// COA Goldfish's one `checkpoint` tool (save, restore, search, timeline inferred).
+    Goldfish,
 }
 
 impl From<ProfileArg> for Profile {
@@ -163,6 +168,8 @@ impl From<ProfileArg> for Profile {
             ProfileArg::Agentcheckpoint => Profile::AgentCheckpoint,
             ProfileArg::Sidecar => Profile::Sidecar,
             ProfileArg::Caxton => Profile::Caxton,
+            ProfileArg::Sage => Profile::Sage,
+            ProfileArg::Goldfish => Profile::Goldfish,
         }
     }
 }
@@ -182,6 +189,10 @@ pub enum GroupArg {
     Admin,
     /// state_watch: wait for changes instead of polling.
     Watch,
+    /// Checkpoints: save, restore, search, timeline.
+    Checkpoint,
+    /// Knowledge notes: save, recall within a token budget, list, delete.
+    Knowledge,
 }
 
 impl From<GroupArg> for ToolGroup {
@@ -193,6 +204,8 @@ impl From<GroupArg> for ToolGroup {
             GroupArg::Session => ToolGroup::Session,
             GroupArg::Admin => ToolGroup::Admin,
             GroupArg::Watch => ToolGroup::Watch,
+            GroupArg::Checkpoint => ToolGroup::Checkpoint,
+            GroupArg::Knowledge => ToolGroup::Knowledge,
         }
     }
 }

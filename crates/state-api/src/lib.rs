@@ -24,6 +24,7 @@ mod reply;
 mod settle;
 mod watch;
 mod wire;
+pub mod workspace;
 
 pub use api::Api;
 pub use classify::Classify;

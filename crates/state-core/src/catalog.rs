@@ -6,10 +6,18 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
-use crate::compat::{agentcheckpoint as ac, caxton as cx, sidecar as sc};
+use crate::compat::{agentcheckpoint as ac, caxton as cx, goldfish as gf, sage as sg, sidecar as sc};
 use crate::ops::admin::{ResetRequest, ResetResult};
+use crate::ops::checkpoint::{
+    CheckpointRestoreRequest, CheckpointRestoreResult, CheckpointSaveRequest, CheckpointSaveResult,
+    CheckpointSearchRequest, CheckpointSearchResult, CheckpointTimelineRequest, CheckpointTimelineResult,
+};
 use crate::ops::health::{HealthRequest, HealthResult};
 use crate::ops::history::{HistoryRequest, HistoryResult};
+use crate::ops::knowledge::{
+    KnowledgeDeleteRequest, KnowledgeDeleteResult, KnowledgeListRequest, KnowledgeListResult, KnowledgeRecallRequest,
+    KnowledgeRecallResult, KnowledgeSaveRequest, KnowledgeSaveResult,
+};
 use crate::ops::kv::{
     BatchGetRequest, BatchGetResult, DeleteRequest, DeleteResult, GetRequest, GetResult, ListRequest, ListResult,
     SetRequest, SetResult,
@@ -65,6 +73,14 @@ pub enum Operation {
     StateHealth,
     StateReset,
     StateWatch,
+    CheckpointSave,
+    CheckpointRestore,
+    CheckpointSearch,
+    CheckpointTimeline,
+    KnowledgeSave,
+    KnowledgeRecall,
+    KnowledgeList,
+    KnowledgeDelete,
     AgentCheckpointGetState,
     AgentCheckpointSetState,
     AgentCheckpointForceSetState,
@@ -96,6 +112,12 @@ pub enum Operation {
     CaxtonExists,
     CaxtonBatchStore,
     CaxtonBatchRetrieve,
+    SageSaveCheckpoint,
+    SageListCheckpoints,
+    SageLoadCheckpoint,
+    SageSaveKnowledge,
+    SageRecallKnowledge,
+    GoldfishCheckpoint,
 }
 
 /// Which tool surface an operation belongs to. Compatibility profiles reproduce the tool names
@@ -110,10 +132,22 @@ pub enum Profile {
     Sidecar,
     /// Caxton's StateTool interface: store, retrieve, delete, list, exists, batch_store, batch_retrieve.
     Caxton,
+    /// The Sage MCP design: save_checkpoint, list_checkpoints, load_checkpoint, save_knowledge,
+    /// recall_knowledge.
+    Sage,
+    /// COA Goldfish: one `checkpoint` tool that infers save, restore, search or timeline.
+    Goldfish,
 }
 
 impl Profile {
-    pub const ALL: [Profile; 4] = [Profile::Native, Profile::AgentCheckpoint, Profile::Sidecar, Profile::Caxton];
+    pub const ALL: [Profile; 6] = [
+        Profile::Native,
+        Profile::AgentCheckpoint,
+        Profile::Sidecar,
+        Profile::Caxton,
+        Profile::Sage,
+        Profile::Goldfish,
+    ];
 
     pub fn from_name(name: &str) -> Option<Profile> {
         Profile::ALL.into_iter().find(|p| p.name() == name)
@@ -125,6 +159,8 @@ impl Profile {
             Profile::AgentCheckpoint => "agentcheckpoint",
             Profile::Sidecar => "sidecar",
             Profile::Caxton => "caxton",
+            Profile::Sage => "sage",
+            Profile::Goldfish => "goldfish",
         }
     }
 }
@@ -138,11 +174,21 @@ pub enum ToolGroup {
     Session,
     Admin,
     Watch,
+    Checkpoint,
+    Knowledge,
 }
 
 impl ToolGroup {
-    pub const ALL: [ToolGroup; 6] =
-        [ToolGroup::Kv, ToolGroup::Lease, ToolGroup::Workflow, ToolGroup::Session, ToolGroup::Admin, ToolGroup::Watch];
+    pub const ALL: [ToolGroup; 8] = [
+        ToolGroup::Kv,
+        ToolGroup::Lease,
+        ToolGroup::Workflow,
+        ToolGroup::Session,
+        ToolGroup::Admin,
+        ToolGroup::Watch,
+        ToolGroup::Checkpoint,
+        ToolGroup::Knowledge,
+    ];
 
     pub fn from_name(name: &str) -> Option<ToolGroup> {
         ToolGroup::ALL.into_iter().find(|g| g.name() == name)
@@ -156,6 +202,8 @@ impl ToolGroup {
             ToolGroup::Session => "session",
             ToolGroup::Admin => "admin",
             ToolGroup::Watch => "watch",
+            ToolGroup::Checkpoint => "checkpoint",
+            ToolGroup::Knowledge => "knowledge",
         }
     }
 }
@@ -179,6 +227,8 @@ pub enum Presentation {
     LegacyText,
     /// Text only, compact JSON (results that are not objects: null, true, arrays).
     JsonText,
+    /// Text only: the result is a string, shown as it is (Goldfish's formatted answers).
+    PlainText,
 }
 
 pub struct OperationSpec {
@@ -292,7 +342,14 @@ macro_rules! text {
     };
 }
 
-static SPECS: [OperationSpec; 60] = [
+/// A tool of a profile that replaces a checkpoint or knowledge server: structured.
+macro_rules! structured {
+    ($op:ident, $profile:ident, $name:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $desc:literal) => {
+        spec!($op, $profile, $name, $name, $group, $effect, Structured, $req, Some(output_schema::<$res>), $desc)
+    };
+}
+
+static SPECS: [OperationSpec; 74] = [
     native!(
         StateGet,
         "state_get",
@@ -583,6 +640,86 @@ static SPECS: [OperationSpec; 60] = [
         WatchResult,
         "Wait (up to timeout_seconds, default 25) for changes after `after_revision` to a key or prefix, or a lease, run or session (`kind`); returns them in order with the revision to pass next time. Instead of polling."
     ),
+    native!(
+        CheckpointSave,
+        "checkpoint_save",
+        "Save a checkpoint",
+        Checkpoint,
+        Write,
+        CheckpointSaveRequest,
+        CheckpointSaveResult,
+        "Save where your work stands so you or another agent can resume it: description (or thesis), highlights, files, work_context; research fields optional. Returns a time-ordered id."
+    ),
+    native!(
+        CheckpointRestore,
+        "checkpoint_restore",
+        "Restore a checkpoint",
+        Checkpoint,
+        ReadOnly,
+        CheckpointRestoreRequest,
+        CheckpointRestoreResult,
+        "Get a checkpoint back as data plus markdown context: the workspace's latest, or by id (prefix), query or session_id. Includes the session's accumulated highlights."
+    ),
+    native!(
+        CheckpointSearch,
+        "checkpoint_search",
+        "Search checkpoints",
+        Checkpoint,
+        ReadOnly,
+        CheckpointSearchRequest,
+        CheckpointSearchResult,
+        "Find checkpoints by text, most relevant first, optionally since a time and in one workspace."
+    ),
+    native!(
+        CheckpointTimeline,
+        "checkpoint_timeline",
+        "Checkpoint timeline",
+        Checkpoint,
+        ReadOnly,
+        CheckpointTimelineRequest,
+        CheckpointTimelineResult,
+        "What was done recently (1h, 24h, 7d, 30d), newest first, by day and workspace."
+    ),
+    native!(
+        KnowledgeSave,
+        "knowledge_save",
+        "Save a note",
+        Knowledge,
+        Write,
+        KnowledgeSaveRequest,
+        KnowledgeSaveResult,
+        "Save a markdown note under an id, with keywords and scope, for later recall. Saving an id again is a new version; pass expected_version to avoid overwriting another agent's."
+    ),
+    native!(
+        KnowledgeRecall,
+        "knowledge_recall",
+        "Recall notes",
+        Knowledge,
+        ReadOnly,
+        KnowledgeRecallRequest,
+        KnowledgeRecallResult,
+        "The notes most relevant to a query (BM25), packed into max_tokens, with a ready-to-use formatted_context."
+    ),
+    native!(
+        KnowledgeList,
+        "knowledge_list",
+        "List notes",
+        Knowledge,
+        ReadOnly,
+        KnowledgeListRequest,
+        KnowledgeListResult,
+        "Notes by id prefix and scope, without content, a page at a time."
+    ),
+    native!(
+        KnowledgeDelete,
+        "knowledge_delete",
+        "Delete a note",
+        Knowledge,
+        IdempotentWrite,
+        KnowledgeDeleteRequest,
+        KnowledgeDeleteResult,
+        "Delete a note, optionally only if expected_version matches."
+    ),
     text!(
         AgentCheckpointGetState,
         AgentCheckpoint,
@@ -845,6 +982,68 @@ static SPECS: [OperationSpec; 60] = [
         ReadOnly,
         cx::BatchRetrieveArgs,
         "Values of several keys, in order, null where missing."
+    ),
+    structured!(
+        SageSaveCheckpoint,
+        Sage,
+        "save_checkpoint",
+        Checkpoint,
+        Write,
+        sg::SaveCheckpointArgs,
+        sg::SaveCheckpointResult,
+        "Save a research checkpoint (core question, thesis, confidence, sources, tensions) at a synthesis or branch point."
+    ),
+    structured!(
+        SageListCheckpoints,
+        Sage,
+        "list_checkpoints",
+        Checkpoint,
+        ReadOnly,
+        sg::ListCheckpointsArgs,
+        sg::ListCheckpointsResult,
+        "Saved checkpoints, newest first."
+    ),
+    structured!(
+        SageLoadCheckpoint,
+        Sage,
+        "load_checkpoint",
+        Checkpoint,
+        ReadOnly,
+        sg::LoadCheckpointArgs,
+        sg::LoadCheckpointResult,
+        "Load a checkpoint by id or part of one, with context to inject."
+    ),
+    structured!(
+        SageSaveKnowledge,
+        Sage,
+        "save_knowledge",
+        Knowledge,
+        Write,
+        sg::SaveKnowledgeArgs,
+        sg::SaveKnowledgeResult,
+        "Save an insight to the knowledge base."
+    ),
+    structured!(
+        SageRecallKnowledge,
+        Sage,
+        "recall_knowledge",
+        Knowledge,
+        ReadOnly,
+        sg::RecallKnowledgeArgs,
+        sg::RecallKnowledgeResult,
+        "Knowledge relevant to a query, within a token budget."
+    ),
+    spec!(
+        GoldfishCheckpoint,
+        Goldfish,
+        "checkpoint",
+        "checkpoint",
+        Checkpoint,
+        Write,
+        PlainText,
+        gf::CheckpointArgs,
+        None,
+        "Save progress (give description) or get context back (default: restore the latest). query searches, range shows a timeline. Save after finishing a task or before a break; restore when resuming."
     ),
 ];
 

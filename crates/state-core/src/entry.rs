@@ -70,10 +70,13 @@ pub enum Action {
     RunClaimExpire,
     SessionSave,
     StoreReset,
+    CheckpointSave,
+    KnowledgeSave,
+    KnowledgeDelete,
 }
 
 impl Action {
-    pub const ALL: [Action; 16] = [
+    pub const ALL: [Action; 19] = [
         Action::LeaseGrant,
         Action::LeaseRenew,
         Action::LeaseRelease,
@@ -90,6 +93,9 @@ impl Action {
         Action::RunClaimExpire,
         Action::SessionSave,
         Action::StoreReset,
+        Action::CheckpointSave,
+        Action::KnowledgeSave,
+        Action::KnowledgeDelete,
     ];
 
     /// A stable one-byte code for storage; 0 means "no action".

@@ -44,9 +44,39 @@ pub enum Space {
     Store,
     /// The record of an applied request, by its idempotency key (see `idempotency`).
     Request,
+    /// A saved checkpoint, by id (ids begin with their UTC time, so key order is time order).
+    Checkpoint,
+    /// A checkpoint session: its accumulated highlights and latest checkpoint.
+    CheckpointSession,
+    /// The latest checkpoint of a workspace (and of global checkpoints).
+    CheckpointLatest,
+    /// A knowledge note, by id.
+    Note,
+    /// Search index: one posting (a term in a document) of a corpus.
+    Posting,
+    /// Search index: a corpus's document count and total length.
+    IndexStats,
+    /// Search index: the terms a document was indexed under, to unindex it exactly.
+    IndexedTerms,
 }
 
-const TAGS: [(Space, char); 9] = [
+/// What the search index covers; each corpus ranks against its own statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Corpus {
+    Checkpoints,
+    Knowledge,
+}
+
+impl Corpus {
+    fn tag(self) -> char {
+        match self {
+            Corpus::Checkpoints => 'c',
+            Corpus::Knowledge => 'k',
+        }
+    }
+}
+
+const TAGS: [(Space, char); 16] = [
     (Space::Lease, 'L'),
     (Space::Claim, 'C'),
     (Space::Run, 'R'),
@@ -56,6 +86,13 @@ const TAGS: [(Space, char); 9] = [
     (Space::SessionVersion, 'V'),
     (Space::Store, '*'),
     (Space::Request, 'I'),
+    (Space::Checkpoint, 'K'),
+    (Space::CheckpointSession, 'E'),
+    (Space::CheckpointLatest, 'W'),
+    (Space::Note, 'N'),
+    (Space::Posting, 'P'),
+    (Space::IndexStats, 'X'),
+    (Space::IndexedTerms, 'Y'),
 ];
 
 fn tag(space: Space) -> char {
@@ -113,6 +150,44 @@ pub fn session_version_key(session_id: &str, version: u64) -> String {
 
 pub fn request_key(request_id: &str) -> String {
     key(Space::Request, request_id)
+}
+
+pub fn checkpoint_key(id: &str) -> String {
+    key(Space::Checkpoint, id)
+}
+
+pub fn checkpoint_session_key(session_id: &str) -> String {
+    key(Space::CheckpointSession, session_id)
+}
+
+/// The latest-checkpoint pointer of a workspace; `None` is the pointer of global checkpoints
+/// (an empty workspace name followed by the separator, which no workspace can be).
+pub fn checkpoint_latest_key(workspace: Option<&str>) -> String {
+    match workspace {
+        Some(workspace) => key(Space::CheckpointLatest, workspace),
+        None => format!("{}{SEP}", prefix(Space::CheckpointLatest)),
+    }
+}
+
+pub fn note_key(id: &str) -> String {
+    key(Space::Note, id)
+}
+
+/// Every posting of `term` in `corpus`: scanning it yields the documents containing the term.
+pub fn postings_prefix(corpus: Corpus, term: &str) -> String {
+    format!("{}{}{term}{SEP}", prefix(Space::Posting), corpus.tag())
+}
+
+pub fn posting_key(corpus: Corpus, term: &str, document: &str) -> String {
+    format!("{}{document}", postings_prefix(corpus, term))
+}
+
+pub fn index_stats_key(corpus: Corpus) -> String {
+    format!("{}{}", prefix(Space::IndexStats), corpus.tag())
+}
+
+pub fn indexed_terms_key(corpus: Corpus, document: &str) -> String {
+    format!("{}{}{document}", prefix(Space::IndexedTerms), corpus.tag())
 }
 
 /// Splits a stored key into its space and the identifier a person would recognise.

@@ -6,6 +6,7 @@
 //! decisions come out as data (`Plan`) for the store to apply atomically.
 
 pub mod catalog;
+pub mod checkpoint;
 pub mod compat;
 pub mod cursor;
 pub mod entry;
@@ -13,6 +14,7 @@ pub mod error;
 pub mod idempotency;
 pub mod key;
 pub mod keyspace;
+pub mod knowledge;
 pub mod lease;
 pub mod limits;
 pub mod occ;
@@ -21,6 +23,7 @@ pub mod plan;
 pub mod session;
 #[cfg(test)]
 mod testing;
+pub mod text_index;
 pub mod time;
 pub mod view;
 pub mod workflow;

@@ -10,6 +10,7 @@
 
 mod docs;
 mod legacy_json;
+mod prompts;
 mod render;
 mod resources;
 mod server;

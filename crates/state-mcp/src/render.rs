@@ -19,6 +19,10 @@ pub(crate) fn reply(op: Operation, reply: Reply) -> CallToolResult {
                 CallToolResult::success(vec![ContentBlock::text(legacy_json::to_string(&value))])
             }
             Presentation::JsonText => CallToolResult::success(vec![ContentBlock::text(value.to_string())]),
+            Presentation::PlainText => {
+                let text = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
+                CallToolResult::success(vec![ContentBlock::text(text)])
+            }
         },
         Err(error) => {
             let text = match error.code {

@@ -1,5 +1,6 @@
 //! The store as MCP resources: a key (`state://kv/{key}`), a workflow run
-//! (`state://workflow/{run_id}`) and a lease (`state://lease/{resource_id}`), beside the usage
+//! (`state://workflow/{run_id}`), a lease (`state://lease/{resource_id}`) and a checkpoint
+//! (`state://checkpoint/{id}`, which stands where file-based servers returned a path), beside the usage
 //! guides. Reading one is the matching read tool's result as JSON; subscribing to one
 //! (`subscriptions`) is a watch of that record.
 
@@ -27,13 +28,15 @@ pub(crate) enum Target {
     Key(String),
     Lease(String),
     Run(String),
+    Checkpoint(String),
 }
 
 /// The record kinds with a URI of their own: (scheme and path before the id, kind).
-const RECORDS: [(&str, Option<HistoryKind>); 3] = [
+const RECORDS: [(&str, Option<HistoryKind>); 4] = [
     ("state://kv/", None),
     ("state://lease/", Some(HistoryKind::Lease)),
     ("state://workflow/", Some(HistoryKind::Workflow)),
+    ("state://checkpoint/", Some(HistoryKind::Checkpoint)),
 ];
 
 impl Target {
@@ -51,6 +54,7 @@ impl Target {
         Some(match kind {
             None => Target::Key(id),
             Some(HistoryKind::Lease) => Target::Lease(id),
+            Some(HistoryKind::Checkpoint) => Target::Checkpoint(id),
             _ => Target::Run(id),
         })
     }
@@ -62,6 +66,9 @@ impl Target {
             Target::Key(key) => Some((Operation::StateGet, json!({ "key": key }))),
             Target::Lease(resource) => Some((Operation::LeaseGet, json!({ "resource_id": resource }))),
             Target::Run(run) => Some((Operation::WorkflowStatus, json!({ "run_id": run }))),
+            Target::Checkpoint(id) => {
+                Some((Operation::CheckpointRestore, json!({ "checkpoint_id": id, "depth": "full" })))
+            }
         }
     }
 
@@ -72,6 +79,7 @@ impl Target {
             Target::Key(key) => (HistoryKind::Kv, key),
             Target::Lease(resource) => (HistoryKind::Lease, resource),
             Target::Run(run) => (HistoryKind::Workflow, run),
+            Target::Checkpoint(id) => (HistoryKind::Checkpoint, id),
         };
         Some(WatchRequest { include_values: Some(false), ..WatchRequest::key(Some(kind), id.clone()) })
     }
@@ -91,6 +99,10 @@ pub(crate) fn templates() -> Vec<ResourceTemplate> {
             .with_title("A lease")
             .with_description("Who holds a resource and until when (lease_get). Subscribe to hear when it is released or expires.")
             .with_mime_type(JSON),
+        ResourceTemplate::new("state://checkpoint/{id}", "checkpoint")
+            .with_title("A checkpoint")
+            .with_description("A saved checkpoint with its session's highlights and markdown context (checkpoint_restore, depth full).")
+            .with_mime_type(JSON),
     ]
 }
 
@@ -104,7 +116,7 @@ pub(crate) async fn read(
     let not_found =
         |why: &str| McpError::resource_not_found(format!("no resource `{uri}`: {why}"), Some(json!({"uri": uri})));
     let target = Target::parse(uri, profiles).ok_or_else(|| {
-        not_found("resources are the docs in resources/list and state://kv/{key}, state://workflow/{run_id}, state://lease/{resource_id}")
+        not_found("resources are the docs in resources/list and state://kv/{key}, state://workflow/{run_id}, state://lease/{resource_id}, state://checkpoint/{id}")
     })?;
     let (op, args) = match (&target, target.read()) {
         (Target::Doc(doc), _) => return Ok(doc.contents()),

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceUpdatedNotificationParam,
     ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
@@ -16,10 +16,10 @@ use serde_json::{Value, json};
 use state_api::auth::Principal;
 use state_api::{Api, Options};
 
-use crate::render;
 use crate::resources::{self, Target};
 use crate::subscriptions::{self, Subscriptions};
 use crate::tools::ToolSet;
+use crate::{prompts, render};
 
 /// Tool, prompt and template lists never change while a server runs, so clients may cache
 /// them. The resource list holds the store's keys, which change at any time.
@@ -63,7 +63,9 @@ Keys look like \"project/x/status\". Leases (lease_*) and workflow runs (workflo
 pass them back, and a status \"fenced\" means you lost ownership. Guides: resources state://docs/usage, \
 state://docs/coordination, state://docs/keys, state://docs/what-not-to-store. \
 To wait for a change instead of polling, subscribe to state://kv/{key}, state://lease/{resource_id} or \
-state://workflow/{run_id}, or call state_watch.";
+state://workflow/{run_id}, or call state_watch. \
+Checkpoints (checkpoint_*) save where work stands and restore it later; knowledge_recall returns saved notes \
+relevant to a query within a token budget; prompts when_to_checkpoint and when_to_recall say when to use them.";
 
 impl ServerHandler for StateServer {
     fn get_info(&self) -> ServerConfig {
@@ -119,14 +121,32 @@ impl ServerHandler for StateServer {
         Ok(render::reply(op, reply).into())
     }
 
-    /// The prompts capability is declared so that clients (and the conformance suite) find a
-    /// consistent, cacheable answer; this server offers none yet.
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(Vec::new()).with_ttl_ms(LIST_TTL_MS).with_cache_scope(CacheScope::Public))
+        Ok(ListPromptsResult::with_all_items(prompts::list(&self.tools))
+            .with_ttl_ms(LIST_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        match prompts::get(&self.tools, &request.name) {
+            Some(prompt) => Ok(prompt.into()),
+            None => Err(McpError::invalid_params(
+                format!(
+                    "unknown prompt `{}`; this server's prompts are: {}",
+                    request.name,
+                    prompts::list(&self.tools).iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+                None,
+            )),
+        }
     }
 
     async fn list_resources(

@@ -7,11 +7,13 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use state_core::InvalidInput;
 use state_core::catalog::{Operation, Profile};
-use state_core::compat::{agentcheckpoint as ac, caxton as cx, sidecar as sc};
+use state_core::compat::{agentcheckpoint as ac, caxton as cx, goldfish as gf, sage as sg, sidecar as sc};
 use state_core::limits::{MAX_PAGE, MAX_TXN_OPS};
 use state_core::ops::ReadStatus;
 use state_core::ops::admin::{RESET_CONFIRMATION, ResetRequest};
+use state_core::ops::checkpoint::{CheckpointRestoreRequest, Depth, RestoreStatus};
 use state_core::ops::history::{HistoryKind, HistoryOp, HistoryRequest};
+use state_core::ops::knowledge::{KnowledgeRecallRequest, KnowledgeSaveRequest};
 use state_core::ops::kv::{BatchGetRequest, DeleteRequest, GetRequest, ListRequest, ListedEntry, SetRequest};
 use state_core::ops::lease::AcquireRequest;
 use state_core::ops::session::{SessionRestoreRequest, SessionSaveRequest};
@@ -21,7 +23,8 @@ use state_core::ops::workflow::{CreateRunRequest, FoundStatus, ListRunsRequest, 
 use state_store::{Engine, EngineError};
 
 use super::{CallError, compat_reply, encode, parse};
-use crate::reply::Reply;
+use crate::classify::Classify;
+use crate::reply::{Outcome, Reply};
 
 fn get(key: String) -> GetRequest {
     GetRequest { key, version: None, revision: None }
@@ -64,6 +67,8 @@ pub(super) async fn call(engine: &Engine, op: Operation, args: Value, id: Option
         Profile::AgentCheckpoint => agentcheckpoint(engine, op, args, id).await?,
         Profile::Sidecar => sidecar(engine, op, args, id).await?,
         Profile::Caxton => caxton(engine, op, args, id).await?,
+        Profile::Sage => sage(engine, op, args, id).await?,
+        Profile::Goldfish => return goldfish(engine, args, id).await,
         Profile::Native => return Err(CallError::Arguments(format!("`{}` is not a compatibility operation", op.id()))),
     };
     Ok(compat_reply(value))
@@ -122,6 +127,123 @@ async fn agentcheckpoint(engine: &Engine, op: Operation, args: Value, id: Option
             legacy(engine.delete(req).await.map(|_| ac::delete_response(&key)))
         }
         other => Err(not_this_profile(other)),
+    }
+}
+
+async fn sage(engine: &Engine, op: Operation, args: Value, id: Option<String>) -> Result<Value, CallError> {
+    use Operation::*;
+    match op {
+        SageSaveCheckpoint => {
+            let saved = engine.checkpoint_save(parse::<sg::SaveCheckpointArgs>(args)?.into_request(id)).await?;
+            let path = saved.uri;
+            encode(&sg::SaveCheckpointResult { checkpoint_id: saved.checkpoint_id, path })
+        }
+        SageListCheckpoints => {
+            let a: sg::ListCheckpointsArgs = parse(args)?;
+            let limit = state_core::ops::checkpoint::bounded_limit("limit", Some(a.limit), 10, MAX_PAGE)?;
+            let recent = engine.checkpoint_recent(limit, a.skill).await?;
+            encode(&sg::ListCheckpointsResult { checkpoints: recent.iter().map(sg::listed).collect() })
+        }
+        SageLoadCheckpoint => {
+            let a: sg::LoadCheckpointArgs = parse(args)?;
+            let request = CheckpointRestoreRequest {
+                checkpoint_id: Some(a.checkpoint_id.clone()),
+                depth: Some(Depth::Full),
+                ..CheckpointRestoreRequest::default()
+            };
+            let restored = engine.checkpoint_restore(request).await?;
+            match (restored.status, restored.checkpoint) {
+                (RestoreStatus::Ok, Some(checkpoint)) => {
+                    let formatted_context =
+                        state_core::checkpoint::context(sg::RESTORED_TITLE, &checkpoint, &restored.session_highlights);
+                    encode(&sg::LoadCheckpointResult { checkpoint: encode(&checkpoint)?, formatted_context })
+                }
+                (RestoreStatus::Ambiguous, _) => Err(CallError::Arguments(format!(
+                    "`checkpoint_id` `{}` matches several checkpoints: {}; give more of the id",
+                    a.checkpoint_id,
+                    restored.candidates.join(", ")
+                ))),
+                _ => Err(missing(format!("no checkpoint matches `{}`", a.checkpoint_id))),
+            }
+        }
+        SageSaveKnowledge => {
+            let a: sg::SaveKnowledgeArgs = parse(args)?;
+            let request = KnowledgeSaveRequest {
+                id: a.id,
+                content: a.content,
+                keywords: a.keywords,
+                scope: a.skill,
+                source: a.source,
+                request_id: id,
+                ..KnowledgeSaveRequest::default()
+            };
+            let saved = engine.knowledge_save(request).await?;
+            encode(&sg::SaveKnowledgeResult { id: saved.id, version: saved.version, tokens: saved.tokens })
+        }
+        SageRecallKnowledge => {
+            let a: sg::RecallKnowledgeArgs = parse(args)?;
+            let request =
+                KnowledgeRecallRequest { query: a.query, scope: a.skill, ..KnowledgeRecallRequest::default() };
+            let recalled = engine.knowledge_recall(request).await?;
+            let items: Vec<sg::RecalledItem> = recalled
+                .items
+                .into_iter()
+                .map(|i| sg::RecalledItem {
+                    id: i.id,
+                    content: i.content,
+                    source: i.source.unwrap_or_default(),
+                    tokens: i.tokens,
+                })
+                .collect();
+            let formatted_context =
+                if items.is_empty() { sg::NOTHING_RECALLED.to_owned() } else { recalled.formatted_context };
+            encode(&sg::RecallKnowledgeResult { items, total_tokens: recalled.total_tokens, formatted_context })
+        }
+        other => Err(not_this_profile(other)),
+    }
+}
+
+/// Goldfish's `checkpoint`: every answer is text in the asked format, failures included, as
+/// that server wrote them; the outcome class still says what happened.
+async fn goldfish(engine: &Engine, args: Value, id: Option<String>) -> Result<Reply, CallError> {
+    let text = |outcome, text: String| Ok(Reply::result(outcome, Value::String(text)));
+    let args: gf::CheckpointArgs = match parse(args) {
+        Ok(args) => args,
+        Err(CallError::Arguments(message)) => return text(Outcome::Invalid, gf::error_text(&message)),
+        Err(other) => return Err(other),
+    };
+    let action = match gf::action(&args) {
+        Ok(action) => action,
+        Err(unknown) => return text(Outcome::Invalid, gf::unknown_action(&unknown)),
+    };
+    let format = args.output();
+    let answer = match action {
+        gf::Action::Save => {
+            let description = args.description.clone().unwrap_or_default();
+            engine
+                .checkpoint_save(args.save_request(id))
+                .await
+                .map(|r| (Outcome::Ok, gf::saved(format, &description, &r)))
+        }
+        gf::Action::Restore => match args.restore_request() {
+            Err(message) => return text(Outcome::Invalid, gf::error_text(&message)),
+            Ok(request) => engine.checkpoint_restore(request).await.map(|r| (r.outcome(), gf::restored(format, &r))),
+        },
+        gf::Action::Search => match args.search_request() {
+            Err(message) => return text(Outcome::Invalid, gf::error_text(&message)),
+            Ok(request) => {
+                let query = request.query.clone();
+                engine.checkpoint_search(request).await.map(|r| (Outcome::Ok, gf::found(format, &query, &r)))
+            }
+        },
+        gf::Action::Timeline => {
+            engine.checkpoint_timeline(args.timeline_request()).await.map(|r| (Outcome::Ok, gf::timeline(format, &r)))
+        }
+    };
+    match answer {
+        Ok((outcome, answer)) => text(outcome, answer),
+        Err(EngineError::Invalid(invalid)) => text(Outcome::Invalid, gf::error_text(&invalid.to_string())),
+        Err(other) => Err(other.into()),
     }
 }
 

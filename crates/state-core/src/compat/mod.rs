@@ -3,4 +3,6 @@
 
 pub mod agentcheckpoint;
 pub mod caxton;
+pub mod goldfish;
+pub mod sage;
 pub mod sidecar;

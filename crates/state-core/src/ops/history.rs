@@ -44,6 +44,8 @@ pub enum HistoryKind {
     Workflow,
     Session,
     Store,
+    Checkpoint,
+    Knowledge,
 }
 
 impl HistoryKind {
@@ -53,6 +55,9 @@ impl HistoryKind {
             Space::Lease => HistoryKind::Lease,
             Space::Claim | Space::Run | Space::Step | Space::Queue => HistoryKind::Workflow,
             Space::Session | Space::SessionVersion => HistoryKind::Session,
+            Space::Checkpoint | Space::CheckpointSession | Space::CheckpointLatest => HistoryKind::Checkpoint,
+            Space::Note => HistoryKind::Knowledge,
+            Space::Posting | Space::IndexStats | Space::IndexedTerms => HistoryKind::Store,
             // Request records leave no events; if one ever did, it would be store bookkeeping.
             Space::Store | Space::Request => HistoryKind::Store,
         }
@@ -66,6 +71,8 @@ impl HistoryKind {
             HistoryKind::Workflow => Space::Run,
             HistoryKind::Session => Space::Session,
             HistoryKind::Store => Space::Store,
+            HistoryKind::Checkpoint => Space::Checkpoint,
+            HistoryKind::Knowledge => Space::Note,
         }
     }
 }
@@ -74,7 +81,7 @@ impl HistoryKind {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryRequest {
-    /// Only this kind of record (kv, lease, workflow, session, store). With `key` or `prefix`
+    /// Only this kind of record (kv, lease, workflow, session, store, checkpoint, knowledge). With `key` or `prefix`
     /// and no kind, kv is meant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<HistoryKind>,
@@ -184,7 +191,8 @@ impl HistoryOp {
             Some(Action::RunRetry) => HistoryOp::Retry,
             Some(Action::RunCancel) => HistoryOp::Cancel,
             Some(Action::RunClaimExpire) => HistoryOp::ClaimExpired,
-            Some(Action::SessionSave) => HistoryOp::Save,
+            Some(Action::SessionSave | Action::CheckpointSave | Action::KnowledgeSave) => HistoryOp::Save,
+            Some(Action::KnowledgeDelete) => HistoryOp::Delete,
             Some(Action::StoreReset) => HistoryOp::Reset,
             None => match kind {
                 EventKind::Put => HistoryOp::Put,

@@ -3,8 +3,10 @@
 //! every MCP client pays for in context tokens, so they are short.
 
 pub mod admin;
+pub mod checkpoint;
 pub mod health;
 pub mod history;
+pub mod knowledge;
 pub mod kv;
 pub mod lease;
 pub mod session;
@@ -31,6 +33,9 @@ crate::idempotency::mutating!(
     workflow::CancelRequest => "workflow_cancel",
     session::SessionSaveRequest => "session_save",
     admin::ResetRequest => "state_reset",
+    checkpoint::CheckpointSaveRequest => "checkpoint_save",
+    knowledge::KnowledgeSaveRequest => "knowledge_save",
+    knowledge::KnowledgeDeleteRequest => "knowledge_delete",
 );
 
 /// A request that reads a page at a time: `limit` and an opaque `cursor`.

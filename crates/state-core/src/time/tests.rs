@@ -23,3 +23,35 @@ fn ttl_rounds_up_and_rejects_nonsense() {
         assert!(err.to_string().contains("ttl_seconds"), "{err}");
     }
 }
+
+#[test]
+fn rfc3339_parses_what_it_formats_and_offsets_and_dates() {
+    for millis in [0, 951_782_400_000, 1_795_270_500_123, 4_102_444_799_999] {
+        assert_eq!(parse_rfc3339(&UnixMillis(millis).to_rfc3339()), Some(UnixMillis(millis)));
+    }
+    assert_eq!(parse_rfc3339("2026-11-21T15:15:00+01:00"), Some(UnixMillis(1_795_270_500_000)));
+    assert_eq!(parse_rfc3339("2026-11-21"), Some(UnixMillis(1_795_219_200_000)));
+    for bad in ["", "yesterday", "2026-13-01", "2026-11-21T25:00:00Z", "2026-11-21T10:00:00", "2026-11-21T10:00:00.Z"] {
+        assert_eq!(parse_rfc3339(bad), None, "{bad}");
+    }
+}
+
+#[test]
+fn spans_and_since() {
+    assert_eq!(parse_span("24h"), Some(86_400_000));
+    assert_eq!(parse_span("1week"), Some(604_800_000));
+    assert_eq!(parse_span("2 weeks"), Some(1_209_600_000));
+    assert_eq!(parse_span("30m"), Some(1_800_000));
+    assert_eq!(parse_span("0d"), None);
+    assert_eq!(parse_span("7 fortnights"), None);
+    let now = UnixMillis(1_000_000_000_000);
+    assert_eq!(parse_since("since", "7d", now), Ok(UnixMillis(1_000_000_000_000 - 604_800_000)));
+    let error = parse_since("since", "last tuesday", now).unwrap_err();
+    assert_eq!(error.argument(), "since");
+}
+
+#[test]
+fn id_stamps_sort_like_time() {
+    assert_eq!(UnixMillis(1_795_270_500_123).to_id_stamp(), "2026-11-21T14-15-00");
+    assert_eq!(UnixMillis(1_795_270_500_123).date(), "2026-11-21");
+}

@@ -5,7 +5,7 @@ use state_e2e::ProtocolEra;
 
 use crate::TestServer;
 
-const NATIVE_TOOLS: [&str; 29] = [
+const NATIVE_TOOLS: [&str; 37] = [
     "state_get",
     "state_set",
     "state_delete",
@@ -35,6 +35,14 @@ const NATIVE_TOOLS: [&str; 29] = [
     "state_health",
     "state_reset",
     "state_watch",
+    "checkpoint_save",
+    "checkpoint_restore",
+    "checkpoint_search",
+    "checkpoint_timeline",
+    "knowledge_save",
+    "knowledge_recall",
+    "knowledge_list",
+    "knowledge_delete",
 ];
 
 const READ_ONLY: [&str; 14] = [

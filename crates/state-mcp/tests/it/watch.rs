@@ -132,7 +132,10 @@ fn resources_list_and_read_keys_runs_and_leases() {
     let templates = result_of(client.request("resources/templates/list", json!({})).unwrap()).unwrap();
     let templates: Vec<&str> =
         templates["resourceTemplates"].as_array().unwrap().iter().map(|t| t["uriTemplate"].as_str().unwrap()).collect();
-    assert_eq!(templates, ["state://kv/{key}", "state://workflow/{run_id}", "state://lease/{resource_id}"]);
+    assert_eq!(
+        templates,
+        ["state://kv/{key}", "state://workflow/{run_id}", "state://lease/{resource_id}", "state://checkpoint/{id}"]
+    );
 
     let listed = result_of(client.request("resources/list", json!({})).unwrap()).unwrap();
     let uris: Vec<&str> = listed["resources"].as_array().unwrap().iter().map(|r| r["uri"].as_str().unwrap()).collect();

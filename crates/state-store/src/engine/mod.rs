@@ -6,6 +6,7 @@
 
 mod maintenance;
 mod reads;
+mod text;
 mod view;
 mod watch;
 mod writer;
