@@ -247,3 +247,6 @@ pub fn list<V: StateView + ?Sized>(
     )?;
     Ok(KnowledgeListResult { notes, next_cursor, revision })
 }
+
+#[cfg(test)]
+mod tests;

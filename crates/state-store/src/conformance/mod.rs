@@ -150,6 +150,7 @@ macro_rules! conformance_suite {
             one_revision_can_hold_several_events_of_one_key,
             request_ids_make_retries_safe,
             request_records_stay_out_of_sight,
+            knowledge_index_follows_every_note_write,
         );
     };
     (@stories $factory:expr; $($story:ident),* $(,)?) => {

@@ -681,3 +681,49 @@ pub async fn request_records_stay_out_of_sight(backend: &dyn BackendFactory) {
     assert_eq!(s.engine.reset(reset).await.unwrap(), first);
     assert_eq!(s.get("after").await.status, ReadStatus::Ok, "the retried reset did not run again");
 }
+
+/// A note and its index entries commit together: recall finds a note as soon as its save is
+/// acknowledged, finds the new text of a new version and not the old, and forgets a deleted
+/// note. The index lives in the backend's ordinary entries, so every backend must keep it.
+pub async fn knowledge_index_follows_every_note_write(backend: &dyn BackendFactory) {
+    use state_core::ops::knowledge::*;
+    let s = Store::new(backend);
+    let save = |id: &str, content: &str, expected_version: Option<u64>| KnowledgeSaveRequest {
+        id: id.into(),
+        content: content.into(),
+        expected_version,
+        ..KnowledgeSaveRequest::default()
+    };
+    let recall = |query: &str| KnowledgeRecallRequest { query: query.into(), ..KnowledgeRecallRequest::default() };
+    let ids = |r: KnowledgeRecallResult| r.items.into_iter().map(|i| i.id).collect::<Vec<_>>();
+
+    let first = s.engine.knowledge_save(save("vacuum", "Autovacuum reclaims dead tuples in Postgres.", Some(0))).await;
+    let first = first.unwrap();
+    assert_eq!((first.status, first.version), (WriteStatus::Ok, 1));
+    assert!(first.tokens > 5, "a real token count: {}", first.tokens);
+    s.engine
+        .knowledge_save(save("fsync", "fsync makes a write durable before it is acknowledged.", None))
+        .await
+        .unwrap();
+    assert_eq!(ids(s.engine.knowledge_recall(recall("dead tuples")).await.unwrap()), ["vacuum"]);
+
+    let conflict = s.engine.knowledge_save(save("vacuum", "stale", Some(0))).await.unwrap();
+    assert_eq!((conflict.status, conflict.current_version), (WriteStatus::Conflict, Some(1)));
+    let second = s.engine.knowledge_save(save("vacuum", "Bloat: reindex the table.", Some(1))).await.unwrap();
+    assert_eq!(second.version, 2);
+    assert!(ids(s.engine.knowledge_recall(recall("dead tuples")).await.unwrap()).is_empty(), "old text unindexed");
+    assert_eq!(ids(s.engine.knowledge_recall(recall("reindexing bloated tables")).await.unwrap()), ["vacuum"]);
+
+    let deleted = s
+        .engine
+        .knowledge_delete(KnowledgeDeleteRequest { id: "vacuum".into(), ..KnowledgeDeleteRequest::default() })
+        .await
+        .unwrap();
+    assert_eq!(deleted.status, DeleteStatus::Ok);
+    assert!(ids(s.engine.knowledge_recall(recall("reindex bloat")).await.unwrap()).is_empty());
+    let listed = s.engine.knowledge_list(KnowledgeListRequest::default()).await.unwrap();
+    assert_eq!(listed.notes.iter().map(|n| n.id.as_str()).collect::<Vec<_>>(), ["fsync"]);
+    // Index records are the store's own: no user listing shows them.
+    let keys = s.engine.list(ListRequest { prefix: String::new(), ..ListRequest::default() }).await.unwrap();
+    assert!(keys.entries.is_empty(), "{:?}", keys.entries);
+}

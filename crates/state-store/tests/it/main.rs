@@ -4,7 +4,9 @@
 // A panic is how a test reports failure.
 #![allow(clippy::unwrap_used)]
 
+mod checkpoints;
 mod concurrency;
+mod knowledge;
 mod model;
 mod redb_file;
 mod retry;
