@@ -65,8 +65,16 @@ impl McpClient {
     }
 
     pub fn spawn_with_env(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<McpClient> {
+        McpClient::spawn_in(program, args, env, None)
+    }
+
+    /// [`McpClient::spawn_with_env`] with the server's working directory set to `dir`.
+    pub fn spawn_in(program: &Path, args: &[&str], env: &[(&str, &str)], dir: Option<&Path>) -> Result<McpClient> {
         let mut command = Command::new(program);
         command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        if let Some(dir) = dir {
+            command.current_dir(dir);
+        }
         for (k, v) in env {
             command.env(k, v);
         }

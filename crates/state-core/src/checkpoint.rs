@@ -41,7 +41,7 @@ pub struct PreparedCheckpoint {
 }
 
 pub fn prepare(request: CheckpointSaveRequest) -> PreparedCheckpoint {
-    let f = &request.fields;
+    let f = &request;
     let mut body: Vec<&str> = Vec::new();
     body.extend(f.highlights.iter().map(String::as_str));
     body.extend(f.work_context.as_deref());
@@ -116,7 +116,7 @@ pub fn plan_save<V: StateView + ?Sized>(
     prepared: &PreparedCheckpoint,
     ctx: &WriteContext,
 ) -> Result<Plan<CheckpointSaveResult>, V::Error> {
-    let mut fields = prepared.request.fields.clone();
+    let mut fields = prepared.request.clone();
     let workspace = fields.workspace.get_or_insert_with(|| DEFAULT_WORKSPACE.to_owned()).clone();
     let session_id = fields
         .session_id

@@ -17,10 +17,11 @@ impl Names {
     fn of(tools: &ToolSet) -> Names {
         let first = |candidates: &[&'static str]| candidates.iter().copied().find(|n| tools.get(n).is_some());
         Names {
-            save: first(&["checkpoint_save", "save_checkpoint", "checkpoint"]),
-            restore: first(&["checkpoint_restore", "load_checkpoint", "checkpoint"]),
-            recall: first(&["knowledge_recall", "recall_knowledge"]),
-            note: first(&["knowledge_save", "save_knowledge"]),
+            // A replaced server's names first: its users' prompts already speak of them.
+            save: first(&["checkpoint", "save_checkpoint", "checkpoint_save"]),
+            restore: first(&["checkpoint", "load_checkpoint", "checkpoint_restore"]),
+            recall: first(&["recall_knowledge", "knowledge_recall"]),
+            note: first(&["save_knowledge", "knowledge_save"]),
         }
     }
 }
@@ -66,8 +67,13 @@ pub(crate) fn get(tools: &ToolSet, name: &str) -> Option<GetPromptResult> {
 }
 
 fn checkpoint_text(save: &str, restore: &str) -> String {
+    let tools = if save == restore {
+        format!("`{save}` (with a description it saves; with no arguments it restores the latest)")
+    } else {
+        format!("`{save}` and get them back with `{restore}`")
+    };
     format!(
-        "You can save checkpoints with `{save}` and get them back with `{restore}`. A checkpoint is how you, \
+        "You can save checkpoints with {tools}. A checkpoint is how you, \
 or another agent after you, picks up exactly where the work stands, so save one at these moments, \
 without asking:\n\
 - synthesis: several findings just came together into a conclusion or a working answer;\n\

@@ -213,10 +213,7 @@ async fn dispatch(local: &Local, op: Operation, args: Value, id: Option<String>)
         }
         StateReset => reply(engine.reset(parse(args)?).await),
         StateWatch => reply(long_poll(engine, parse(args)?).await),
-        CheckpointSave => {
-            refuse_unknown(op, &args)?;
-            reply(engine.checkpoint_save(parse(args)?).await)
-        }
+        CheckpointSave => reply(engine.checkpoint_save(parse(args)?).await),
         CheckpointRestore => reply(engine.checkpoint_restore(parse(args)?).await),
         CheckpointSearch => reply(engine.checkpoint_search(parse(args)?).await),
         CheckpointTimeline => reply(engine.checkpoint_timeline(parse(args)?).await),
@@ -249,30 +246,6 @@ async fn long_poll(engine: &Engine, request: WatchRequest) -> Result<WatchResult
         }
     }
     Ok(WatchResult { events, revision: watch.position(), timed_out: false })
-}
-
-/// Refuses arguments the operation's input schema does not name. Most requests refuse them
-/// in serde (`deny_unknown_fields`); one built with `flatten` cannot, so the schema decides.
-fn refuse_unknown(op: Operation, args: &Value) -> Result<(), CallError> {
-    static KNOWN: std::sync::OnceLock<std::collections::HashMap<Operation, Vec<String>>> = std::sync::OnceLock::new();
-    let known = KNOWN.get_or_init(|| {
-        [Operation::CheckpointSave]
-            .into_iter()
-            .map(|op| {
-                let schema = op.spec().input_schema();
-                let names = schema.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect());
-                (op, names.unwrap_or_default())
-            })
-            .collect()
-    });
-    let (Some(names), Some(args)) = (known.get(&op), args.as_object()) else { return Ok(()) };
-    match args.keys().find(|k| !names.contains(k)) {
-        Some(unknown) => Err(CallError::Arguments(format!(
-            "unknown field `{unknown}`, expected one of {}",
-            names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-        ))),
-        None => Ok(()),
-    }
 }
 
 /// Puts the caller's idempotency key into native arguments that lack one.

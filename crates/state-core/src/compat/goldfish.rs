@@ -133,20 +133,17 @@ impl CheckpointArgs {
     }
 
     pub fn save_request(&self, request_id: Option<String>) -> CheckpointSaveRequest {
-        CheckpointSaveRequest {
-            fields: CheckpointFields {
-                description: self.description.clone(),
-                workspace: self.workspace.clone(),
-                session_id: self.session_id.clone(),
-                highlights: self.highlights.clone().unwrap_or_default(),
-                active_files: self.active_files.clone().unwrap_or_default(),
-                git_branch: self.git_branch.clone(),
-                work_context: self.work_context.clone(),
-                global: self.global.unwrap_or(false),
-                ..CheckpointFields::default()
-            },
-            agent_id: None,
+        CheckpointFields {
+            description: self.description.clone(),
+            workspace: self.workspace.clone(),
+            session_id: self.session_id.clone(),
+            highlights: self.highlights.clone().unwrap_or_default(),
+            active_files: self.active_files.clone().unwrap_or_default(),
+            git_branch: self.git_branch.clone(),
+            work_context: self.work_context.clone(),
+            global: self.global.unwrap_or(false),
             request_id,
+            ..CheckpointFields::default()
         }
     }
 

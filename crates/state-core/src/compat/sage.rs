@@ -43,23 +43,20 @@ fn synthesis() -> Trigger {
 
 impl SaveCheckpointArgs {
     pub fn into_request(self, request_id: Option<String>) -> CheckpointSaveRequest {
-        CheckpointSaveRequest {
-            fields: CheckpointFields {
-                thesis: Some(self.thesis),
-                core_question: Some(self.core_question),
-                confidence: Some(self.confidence),
-                trigger: Some(self.trigger),
-                open_questions: self.open_questions,
-                sources: self.sources,
-                tensions: self.tensions,
-                unique_contributions: self.unique_contributions,
-                action: self.action,
-                scope: self.skill,
-                workspace: self.workspace,
-                ..CheckpointFields::default()
-            },
-            agent_id: None,
+        CheckpointFields {
+            thesis: Some(self.thesis),
+            core_question: Some(self.core_question),
+            confidence: Some(self.confidence),
+            trigger: Some(self.trigger),
+            open_questions: self.open_questions,
+            sources: self.sources,
+            tensions: self.tensions,
+            unique_contributions: self.unique_contributions,
+            action: self.action,
+            scope: self.skill,
+            workspace: self.workspace,
             request_id,
+            ..CheckpointFields::default()
         }
     }
 }

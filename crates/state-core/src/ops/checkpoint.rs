@@ -105,9 +105,10 @@ pub struct NextAction {
     pub kind: ActionType,
 }
 
-/// The saved fields of a checkpoint (everything but what the store assigns). Unknown fields
-/// are refused by the seam, not here: serde cannot refuse them through `flatten`.
+/// A checkpoint's fields: what a save sends and what is stored (everything but what the
+/// store assigns; `agent_id` and `request_id` travel with the request, never into the record).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CheckpointFields {
     /// What was done or where things stand (this or `thesis` is required).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -155,20 +156,15 @@ pub struct CheckpointFields {
     /// Visible from every workspace.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub global: bool,
-}
-
-/// Save a checkpoint.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-#[schemars(extend("additionalProperties" = false))]
-pub struct CheckpointSaveRequest {
-    #[serde(flatten)]
-    pub fields: CheckpointFields,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing)]
     pub agent_id: Option<String>,
     /// Idempotency key: a retry with it returns the first result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing)]
     pub request_id: Option<String>,
 }
+
+/// Save a checkpoint: its fields are the request.
+pub type CheckpointSaveRequest = CheckpointFields;
 
 fn text(argument: &str, value: &str) -> Result<(), InvalidInput> {
     if value.len() > MAX_CHECKPOINT_TEXT_BYTES {
@@ -199,11 +195,11 @@ pub fn validate_workspace(argument: &str, workspace: &str) -> Result<(), Invalid
 
 impl CheckpointSaveRequest {
     pub fn validate(&self) -> Result<(), InvalidInput> {
-        let f = &self.fields;
+        let f = self;
         let title = f.description.as_deref().or(f.thesis.as_deref()).unwrap_or_default();
         if title.trim().is_empty() {
-            return Err(InvalidInput::Malformed {
-                argument: "description".into(),
+            return Err(InvalidInput::OutOfRange {
+                argument: "description",
                 message: "is required: say in a sentence what was done or where things stand (or give `thesis`)".into(),
             });
         }
@@ -330,12 +326,9 @@ impl CheckpointRestoreRequest {
 }
 
 /// A search query: some words, of bounded length.
-pub fn validate_query(argument: &str, query: &str) -> Result<(), InvalidInput> {
+pub fn validate_query(argument: &'static str, query: &str) -> Result<(), InvalidInput> {
     if query.trim().is_empty() {
-        return Err(InvalidInput::Malformed {
-            argument: argument.to_owned(),
-            message: "is empty: give the words to search for".into(),
-        });
+        return Err(InvalidInput::OutOfRange { argument, message: "is empty: give the words to search for".into() });
     }
     if query.len() > 4096 {
         return Err(InvalidInput::ValueTooLarge { argument: argument.to_owned(), len: query.len(), max: 4096 });
@@ -344,7 +337,8 @@ pub fn validate_query(argument: &str, query: &str) -> Result<(), InvalidInput> {
 }
 
 /// A stored checkpoint as restore returns it (`workspace` and `session_id` always set).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// Serialize only: its flattened fields refuse unknown names, which flatten cannot pass on.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Checkpoint {
     pub id: String,
     pub saved_at: String,
@@ -363,7 +357,7 @@ pub enum RestoreStatus {
     Ambiguous,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct CheckpointRestoreResult {
     pub status: RestoreStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -59,14 +59,14 @@ impl KnowledgeSaveRequest {
     pub fn validate(&self) -> Result<(), InvalidInput> {
         validate_key("id", &self.id)?;
         if self.content.trim().is_empty() {
-            return Err(InvalidInput::Malformed {
-                argument: "content".into(),
+            return Err(InvalidInput::OutOfRange {
+                argument: "content",
                 message: "is empty: give the note's text (markdown)".into(),
             });
         }
         if self.content.len() > MAX_NOTE_BYTES {
-            return Err(InvalidInput::Malformed {
-                argument: "content".into(),
+            return Err(InvalidInput::OutOfRange {
+                argument: "content",
                 message: format!(
                     "is {} bytes, over the {MAX_NOTE_BYTES}-byte note limit: split it into several notes",
                     self.content.len()

@@ -12,7 +12,7 @@ enum Need {
     Write,
     /// Store-wide administration.
     Admin,
-    /// Compatibility tools: only a token over the whole store.
+    /// Compatibility tools, checkpoints, recall: only a token over the whole store.
     WholeStore,
     /// Touches nobody's ids (health).
     Nothing,
@@ -70,6 +70,14 @@ const CASES: &[Case] = &[
     case("POST", "/v1/call/native/state_get", Some(r#"{"key": "{p}x"}"#), Need::Read),
     case("POST", "/v1/call/sidecar/state_get", Some(r#"{"key": "{p}x"}"#), Need::WholeStore),
     case("POST", "/v1/workflows/{run}/cancel", Some("{}"), Need::Write),
+    case("POST", "/v1/checkpoints", Some(r#"{"description": "{p}", "workspace": "/w"}"#), Need::WholeStore),
+    case("GET", "/v1/checkpoints:restore?workspace=/w", None, Need::WholeStore),
+    case("GET", "/v1/checkpoints:search?query=x", None, Need::WholeStore),
+    case("GET", "/v1/checkpoints:timeline", None, Need::WholeStore),
+    case("PUT", "/v1/knowledge/{p}note", Some(r#"{"content": "text"}"#), Need::Write),
+    case("DELETE", "/v1/knowledge/{p}gone", None, Need::Write),
+    case("GET", "/v1/knowledge?prefix={p}", None, Need::Read),
+    case("GET", "/v1/knowledge:recall?query=text", None, Need::WholeStore),
     case("POST", "/v1/admin:reset", Some(r#"{"confirm": "nothing, refused"}"#), Need::Admin),
 ];
 

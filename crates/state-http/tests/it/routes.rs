@@ -221,3 +221,50 @@ fn an_idempotency_key_makes_a_retried_write_apply_once() {
     assert_eq!(reused["argument"], "request_id");
     assert_eq!(expect(&server.client().get("/v1/workflows").unwrap(), 200)["runs"], json!([]));
 }
+
+#[test]
+fn checkpoints_and_knowledge() {
+    let place = Place::new();
+    let server = place.serve(&[]);
+    let http = server.client();
+    let saved = expect(
+        &http
+            .json(
+                "POST",
+                "/v1/checkpoints",
+                &json!({"description": "Shipped the recall route", "workspace": "/srv/app", "highlights": ["GET /v1/knowledge:recall"]}),
+            )
+            .unwrap(),
+        200,
+    );
+    let id = saved["checkpoint_id"].as_str().unwrap();
+    assert!(id.ends_with("_shipped-the-recall-route"), "{saved}");
+    let restored = expect(&http.get("/v1/checkpoints:restore?workspace=app&depth=full").unwrap(), 200);
+    assert_eq!(restored["checkpoint"]["id"], id, "the latest of the workspace named app");
+    assert_eq!(restored["session_highlights"], json!(["GET /v1/knowledge:recall"]));
+    let missing = http.get("/v1/checkpoints:restore?workspace=/elsewhere").unwrap();
+    problem(&missing, 404, "not_found");
+    let found = expect(&http.get("/v1/checkpoints:search?query=recall%20routes&limit=5").unwrap(), 200);
+    assert_eq!(found["checkpoints"][0]["id"], id);
+    let timeline = expect(&http.get("/v1/checkpoints:timeline?range=24h&format=detailed").unwrap(), 200);
+    assert_eq!(timeline["total"], 1);
+    problem(&http.get("/v1/checkpoints:timeline?range=forever").unwrap(), 400, "invalid_input");
+
+    let note = json!({"content": "PgBouncer in transaction mode breaks session-level prepared statements.", "keywords": ["pgbouncer"]});
+    let created = expect(&http.json("PUT", "/v1/knowledge/db/pgbouncer", &note).unwrap(), 200);
+    assert_eq!(created["version"], 1);
+    let stale =
+        http.json("PUT", "/v1/knowledge/db/pgbouncer", &json!({"content": "x", "expected_version": 0})).unwrap();
+    assert_eq!(
+        problem(&stale, 409, "conflict")["result"]["current_version"],
+        1,
+        "a conflict carries the current version"
+    );
+    let recalled = expect(&http.get("/v1/knowledge:recall?query=prepared%20statements&max_tokens=200").unwrap(), 200);
+    assert_eq!(recalled["items"][0]["id"], "db/pgbouncer");
+    assert!(recalled["context_tokens"].as_u64().unwrap() <= 200);
+    let listed = expect(&http.get("/v1/knowledge?prefix=db/").unwrap(), 200);
+    assert_eq!(listed["notes"][0]["tokens"], created["tokens"]);
+    expect(&http.request("DELETE", "/v1/knowledge/db/pgbouncer", &[], None).unwrap(), 200);
+    problem(&http.request("DELETE", "/v1/knowledge/db/pgbouncer", &[], None).unwrap(), 404, "not_found");
+}

@@ -9,6 +9,7 @@ mod bad_input;
 mod caxton;
 mod coordination;
 mod crash;
+mod knowledge;
 mod kv;
 mod protocol;
 mod shared;
@@ -48,6 +49,11 @@ impl Place {
     /// Starts `state-mcp --db <db> <extra>` without a handshake. It joins the database's
     /// owner, starting one (with the test idle time) if none answers.
     pub(crate) fn spawn(&self, extra: &[&str]) -> McpClient {
+        self.spawn_in(extra, None)
+    }
+
+    /// [`Place::spawn`] with the server's working directory set to `dir`.
+    pub(crate) fn spawn_in(&self, extra: &[&str], dir: Option<&Path>) -> McpClient {
         let db = self.db_arg();
         let mut args = vec!["--db", db.as_str()];
         if !extra.contains(&"--owner-idle") {
@@ -55,7 +61,7 @@ impl Place {
         }
         args.extend_from_slice(extra);
         let runtime = self.runtime.to_string_lossy().into_owned();
-        McpClient::spawn_with_env(binary(), &args, &[("STATE_RUNTIME_DIR", runtime.as_str())]).expect("spawn state-mcp")
+        McpClient::spawn_in(binary(), &args, &[("STATE_RUNTIME_DIR", runtime.as_str())], dir).expect("spawn state-mcp")
     }
 
     /// Starts a client of this database and completes the handshake of `era`.

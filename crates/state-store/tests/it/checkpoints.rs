@@ -8,13 +8,10 @@ use state_store::conformance::T0;
 use crate::support::Store;
 
 fn save(description: &str, workspace: &str) -> CheckpointSaveRequest {
-    CheckpointSaveRequest {
-        fields: CheckpointFields {
-            description: Some(description.into()),
-            workspace: Some(workspace.into()),
-            ..CheckpointFields::default()
-        },
-        ..CheckpointSaveRequest::default()
+    CheckpointFields {
+        description: Some(description.into()),
+        workspace: Some(workspace.into()),
+        ..CheckpointFields::default()
     }
 }
 
@@ -46,7 +43,7 @@ async fn restore_returns_every_saved_field() {
         "global": true
     }))
     .unwrap();
-    let request = CheckpointSaveRequest { fields: fields.clone(), agent_id: Some("agent-a".into()), request_id: None };
+    let request = CheckpointFields { agent_id: Some("agent-a".into()), ..fields.clone() };
     let saved = store.engine.checkpoint_save(request).await.unwrap();
     assert_eq!(saved.checkpoint_id, "2026-11-21T00-00-00_chose-bm25-postings-in-redb");
     assert_eq!(saved.uri, "state://checkpoint/2026-11-21T00-00-00_chose-bm25-postings-in-redb");
@@ -75,8 +72,8 @@ async fn highlights_accumulate_in_a_session_and_a_restore_returns_them() {
     let store = Store::new(&crate::support::redb_memory);
     for (n, highlights) in [["a", "b"], ["b", "c"]].into_iter().enumerate() {
         let mut request = save(&format!("step {n}"), "/w");
-        request.fields.session_id = Some("s1".into());
-        request.fields.highlights = highlights.iter().map(|h| (*h).to_owned()).collect();
+        request.session_id = Some("s1".into());
+        request.highlights = highlights.iter().map(|h| (*h).to_owned()).collect();
         store.engine.checkpoint_save(request).await.unwrap();
     }
     let restored = store
@@ -135,7 +132,7 @@ async fn latest_is_per_workspace_and_global_checkpoints_show_everywhere() {
     assert_eq!(latest("/src/gamma").await, None);
     store.clock.advance_millis(1000);
     let mut global = save("a global note", "/src/beta");
-    global.fields.global = true;
+    global.global = true;
     store.engine.checkpoint_save(global).await.unwrap();
     assert_eq!(latest("/src/alpha").await, Some(Some("a global note".into())));
     assert_eq!(latest("/src/gamma").await, Some(Some("a global note".into())));
