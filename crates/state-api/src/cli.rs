@@ -134,14 +134,16 @@ pub struct ToolArgs {
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PROFILE")]
     pub compat: Vec<ProfileArg>,
 
-    /// Expose only these tool groups (default: all), to keep a client's tool list short
+    /// Expose these tool groups (default: kv, lease, workflow, session, admin, watch, plus the
+    /// groups of --compat profiles); `all` adds checkpoint and knowledge
     #[arg(long, value_enum, value_delimiter = ',', value_name = "GROUPS", env = "STATE_TOOLS")]
     pub tools: Vec<GroupArg>,
 }
 
 impl ToolArgs {
     pub fn options(&self) -> Options {
-        Options::new(self.compat.iter().map(|p| Profile::from(*p)), self.tools.iter().map(|g| ToolGroup::from(*g)))
+        let groups = self.tools.iter().flat_map(|g| g.groups());
+        Options::new(self.compat.iter().map(|p| Profile::from(*p)), groups)
     }
 }
 
@@ -193,19 +195,23 @@ pub enum GroupArg {
     Checkpoint,
     /// Knowledge notes: save, recall within a token budget, list, delete.
     Knowledge,
+    /// Every group.
+    All,
 }
 
-impl From<GroupArg> for ToolGroup {
-    fn from(arg: GroupArg) -> ToolGroup {
-        match arg {
-            GroupArg::Kv => ToolGroup::Kv,
-            GroupArg::Lease => ToolGroup::Lease,
-            GroupArg::Workflow => ToolGroup::Workflow,
-            GroupArg::Session => ToolGroup::Session,
-            GroupArg::Admin => ToolGroup::Admin,
-            GroupArg::Watch => ToolGroup::Watch,
-            GroupArg::Checkpoint => ToolGroup::Checkpoint,
-            GroupArg::Knowledge => ToolGroup::Knowledge,
+impl GroupArg {
+    /// The groups this choice stands for.
+    pub fn groups(self) -> Vec<ToolGroup> {
+        match self {
+            GroupArg::Kv => vec![ToolGroup::Kv],
+            GroupArg::Lease => vec![ToolGroup::Lease],
+            GroupArg::Workflow => vec![ToolGroup::Workflow],
+            GroupArg::Session => vec![ToolGroup::Session],
+            GroupArg::Admin => vec![ToolGroup::Admin],
+            GroupArg::Watch => vec![ToolGroup::Watch],
+            GroupArg::Checkpoint => vec![ToolGroup::Checkpoint],
+            GroupArg::Knowledge => vec![ToolGroup::Knowledge],
+            GroupArg::All => ToolGroup::ALL.to_vec(),
         }
     }
 }

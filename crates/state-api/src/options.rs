@@ -8,7 +8,8 @@ use state_core::catalog::{Operation, Profile, ToolGroup};
 pub struct Options {
     /// Tool profiles to expose; the native profile is always included.
     pub profiles: Vec<Profile>,
-    /// Tool groups to expose (all when none are chosen).
+    /// Tool groups to expose (when none are chosen: the default groups, and the groups of
+    /// the chosen compatibility profiles' tools).
     pub groups: Vec<ToolGroup>,
 }
 
@@ -28,7 +29,15 @@ impl Options {
         }
         let mut groups: Vec<ToolGroup> = groups.into_iter().collect();
         if groups.is_empty() {
-            groups = ToolGroup::ALL.to_vec();
+            groups = ToolGroup::DEFAULT.to_vec();
+            // `--compat sage` alone serves Sage's tools, whatever their groups.
+            let theirs = Operation::all()
+                .filter(|op| op.spec().profile != Profile::Native && chosen.contains(&op.spec().profile));
+            for op in theirs {
+                if !groups.contains(&op.spec().group) {
+                    groups.push(op.spec().group);
+                }
+            }
         }
         Options { profiles: chosen, groups }
     }
@@ -43,7 +52,7 @@ impl Options {
 
     /// Every operation of every profile: for a frontend that filters what it offers itself.
     pub fn everything() -> Options {
-        Options::new(Profile::ALL, [])
+        Options::new(Profile::ALL, ToolGroup::ALL)
     }
 
     /// The operations exposed, in catalog order (a profile's tool replaces a native one of

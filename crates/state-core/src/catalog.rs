@@ -179,6 +179,12 @@ pub enum ToolGroup {
 }
 
 impl ToolGroup {
+    /// Served when a client names no groups: coordination state. Checkpoints and knowledge
+    /// are asked for (`--tools`), or come with a profile that has them, because every tool
+    /// costs every session context tokens.
+    pub const DEFAULT: [ToolGroup; 6] =
+        [ToolGroup::Kv, ToolGroup::Lease, ToolGroup::Workflow, ToolGroup::Session, ToolGroup::Admin, ToolGroup::Watch];
+
     pub const ALL: [ToolGroup; 8] = [
         ToolGroup::Kv,
         ToolGroup::Lease,

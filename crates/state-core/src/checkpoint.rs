@@ -275,7 +275,7 @@ fn choose<V: StateView + ?Sized>(
         });
     }
     if let Some(query) = &request.query {
-        for (id, _) in text_index::search(view, Corpus::Checkpoints, query)? {
+        for (id, _) in text_index::search(view, Corpus::Checkpoints, query, None)? {
             if get(view, &id)?.is_some_and(|c| visible_in(&c.fields, workspace)) {
                 return Ok(Ok(Some(id)));
             }
@@ -457,7 +457,7 @@ pub fn search<V: StateView + ?Sized>(
     revision: u64,
 ) -> Result<CheckpointSearchResult, V::Error> {
     let mut checkpoints = Vec::new();
-    for (id, score) in text_index::search(view, Corpus::Checkpoints, query)? {
+    for (id, score) in text_index::search(view, Corpus::Checkpoints, query, None)? {
         if checkpoints.len() == filter.limit {
             break;
         }

@@ -54,7 +54,7 @@ pub enum Space {
     Note,
     /// Search index: one posting (a term in a document) of a corpus.
     Posting,
-    /// Search index: a corpus's document count and total length.
+    /// Search index: a corpus's document count and total length, and each term's document count.
     IndexStats,
     /// Search index: the terms a document was indexed under, to unindex it exactly.
     IndexedTerms,
@@ -184,6 +184,11 @@ pub fn posting_key(corpus: Corpus, term: &str, document: &str) -> String {
 
 pub fn index_stats_key(corpus: Corpus) -> String {
     format!("{}{}", prefix(Space::IndexStats), corpus.tag())
+}
+
+/// How many documents of `corpus` contain `term`.
+pub fn term_stats_key(corpus: Corpus, term: &str) -> String {
+    format!("{}{}{SEP}{term}", prefix(Space::IndexStats), corpus.tag())
 }
 
 pub fn indexed_terms_key(corpus: Corpus, document: &str) -> String {

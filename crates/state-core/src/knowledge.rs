@@ -149,7 +149,10 @@ pub fn recall<V: StateView + ?Sized>(
     now: UnixMillis,
     revision: u64,
 ) -> Result<KnowledgeRecallResult, V::Error> {
-    let ranked = text_index::search(view, Corpus::Knowledge, ask.query)?;
+    // Without a scope filter, the best few are all recall can use (the rest would not fit or
+    // exceed the limit); a scope filter may skip any number, so it ranks every match.
+    let best = ask.scope.is_none().then(|| (ask.limit * 3).max(30));
+    let ranked = text_index::search(view, Corpus::Knowledge, ask.query, best)?;
     let mut picked: Vec<(RecalledNote, String)> = Vec::new();
     let mut used = state_text::count_tokens(RECALL_HEADER);
     let mut omitted = 0;

@@ -56,6 +56,29 @@ fn stats<V: StateView + ?Sized>(view: &V, corpus: Corpus) -> Result<bm25::Corpus
     Ok(bm25::Corpus { documents: field("documents"), total_length: field("length") })
 }
 
+/// How many documents contain `term` (0 when none does).
+fn document_frequency<V: StateView + ?Sized>(view: &V, corpus: Corpus, term: &str) -> Result<u64, V::Error> {
+    Ok(view.get(&keyspace::term_stats_key(corpus, term))?.and_then(|e| e.value.as_u64()).unwrap_or(0))
+}
+
+/// Adds `delta` (+1 or -1) to a term's document count, dropping the record at zero.
+fn count_term<V: StateView + ?Sized>(
+    view: &V,
+    changes: &mut Changes<'_>,
+    corpus: Corpus,
+    term: &str,
+    delta: i64,
+) -> Result<(), V::Error> {
+    let key = keyspace::term_stats_key(corpus, term);
+    let count = document_frequency(view, corpus, term)?.saturating_add_signed(delta);
+    if count == 0 {
+        changes.drop_key(&key);
+    } else {
+        changes.write(None, &key, json!(count), None, Record::Silent);
+    }
+    Ok(())
+}
+
 /// Makes the index hold `document` under `id` (`None`: hold nothing for `id`), replacing
 /// whatever it held for `id` before.
 pub(crate) fn index<V: StateView + ?Sized>(
@@ -72,6 +95,7 @@ pub(crate) fn index<V: StateView + ?Sized>(
         for term in old.terms.keys() {
             if document.is_none_or(|new| !new.terms.contains_key(term)) {
                 changes.drop_key(&keyspace::posting_key(corpus, term, id));
+                count_term(view, changes, corpus, term, -1)?;
             }
         }
         totals.documents = totals.documents.saturating_sub(1);
@@ -82,6 +106,9 @@ pub(crate) fn index<V: StateView + ?Sized>(
             for (term, frequency) in &new.terms {
                 let posting = json!([frequency, new.length]);
                 changes.write(None, &keyspace::posting_key(corpus, term, id), posting, None, Record::Silent);
+                if old.as_ref().is_none_or(|old| !old.terms.contains_key(term)) {
+                    count_term(view, changes, corpus, term, 1)?;
+                }
             }
             changes.write(None, &terms_key, new.encode(), None, Record::Silent);
             totals.documents += 1;
@@ -95,32 +122,94 @@ pub(crate) fn index<V: StateView + ?Sized>(
     Ok(())
 }
 
-/// The documents of `corpus` matching any term of `query`, best first (ties by id), with
-/// their BM25 scores.
-pub fn search<V: StateView + ?Sized>(view: &V, corpus: Corpus, query: &str) -> Result<Vec<(String, f64)>, V::Error> {
+/// A posting's term frequency and document length.
+fn posting(value: &Value) -> (u64, u64) {
+    let pair = value.as_array();
+    let number = |i: usize| pair.and_then(|p| p.get(i)).and_then(Value::as_u64).unwrap_or(1);
+    (number(0), number(1))
+}
+
+/// A term is common when more than this share of documents (1/20 = 5%), and at least
+/// `COMMON_MIN` of them, contain it.
+const COMMON_SHARE: u64 = 20;
+const COMMON_MIN: u64 = 2000;
+
+struct QueryTerm {
+    term: String,
+    documents: u64,
+    idf: f64,
+}
+
+/// The documents of `corpus` matching `query`, best first (ties by id), with their BM25
+/// scores: every match when `best` is `None`, else the `best` highest.
+///
+/// With `best`, common terms are not scanned: the postings of the rarer query terms name the
+/// candidates, and each common term's posting is then looked up for the most promising
+/// candidates only, stopping once no remaining candidate can enter the best, even if it
+/// contained every common term (each term adds less than `idf * (k1 + 1)`). A document that
+/// contains only common query terms is not found this way (the "continue" strategy of Moffat
+/// and Zobel); when every query term is common, the rarest is scanned to name candidates.
+pub fn search<V: StateView + ?Sized>(
+    view: &V,
+    corpus: Corpus,
+    query: &str,
+    best: Option<usize>,
+) -> Result<Vec<(String, f64)>, V::Error> {
     let totals = stats(view, corpus)?;
-    let terms: BTreeSet<String> = state_text::terms(query).into_iter().collect();
-    let mut scores: HashMap<String, f64> = HashMap::new();
     if totals.documents == 0 {
         return Ok(Vec::new());
     }
-    let mut postings: Vec<(String, u64, u64)> = Vec::new();
-    for term in &terms {
-        let prefix = keyspace::postings_prefix(corpus, term);
-        postings.clear();
-        view.scan(&prefix, None, &mut |entry| {
-            let pair = entry.value.as_array();
-            let number = |i: usize| pair.and_then(|p| p.get(i)).and_then(Value::as_u64).unwrap_or(1);
-            let id = entry.key.get(prefix.len()..).unwrap_or_default().to_owned();
-            postings.push((id, number(0), number(1)));
-            true
-        })?;
-        let idf = totals.idf(postings.len() as u64);
-        for (id, frequency, length) in postings.drain(..) {
-            *scores.entry(id).or_default() += totals.score(idf, frequency, length);
+    let unique: BTreeSet<String> = state_text::terms(query).into_iter().collect();
+    let mut terms = Vec::new();
+    for term in unique {
+        let documents = document_frequency(view, corpus, &term)?;
+        if documents > 0 {
+            terms.push(QueryTerm { idf: totals.idf(documents), term, documents });
         }
     }
+    terms.sort_by_key(|t| t.documents);
+    let common = match best {
+        Some(_) => COMMON_MIN.max(totals.documents / COMMON_SHARE),
+        None => u64::MAX,
+    };
+    let scanned_count = terms.partition_point(|t| t.documents <= common).max(terms.len().min(1));
+    let (scanned, probed) = terms.split_at(scanned_count);
+
+    let mut scores: HashMap<String, f64> = HashMap::new();
+    for term in scanned {
+        let prefix = keyspace::postings_prefix(corpus, &term.term);
+        view.scan(&prefix, None, &mut |entry| {
+            let (frequency, length) = posting(&entry.value);
+            let id = entry.key.get(prefix.len()..).unwrap_or_default().to_owned();
+            *scores.entry(id).or_default() += totals.score(term.idf, frequency, length);
+            true
+        })?;
+    }
     let mut ranked: Vec<(String, f64)> = scores.into_iter().collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    Ok(ranked)
+    let order = |a: &(String, f64), b: &(String, f64)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0));
+    ranked.sort_by(order);
+    let Some(best) = best else { return Ok(ranked) };
+    if probed.is_empty() {
+        ranked.truncate(best);
+        return Ok(ranked);
+    }
+    let ceiling: f64 = probed.iter().map(|t| t.idf * (bm25::K1 + 1.0)).sum();
+    let mut top: Vec<(String, f64)> = Vec::with_capacity(best + 1);
+    for (id, partial) in ranked {
+        if top.len() == best && top.last().is_some_and(|last| partial + ceiling <= last.1) {
+            break;
+        }
+        let mut score = partial;
+        for term in probed {
+            if let Some(entry) = view.get(&keyspace::posting_key(corpus, &term.term, &id))? {
+                let (frequency, length) = posting(&entry.value);
+                score += totals.score(term.idf, frequency, length);
+            }
+        }
+        let item = (id, score);
+        let at = top.partition_point(|other| order(other, &item).is_lt());
+        top.insert(at, item);
+        top.truncate(best);
+    }
+    Ok(top)
 }

@@ -32,6 +32,7 @@ pub struct StateServer {
     options: Arc<Options>,
     /// This session's `resources/subscribe` subscriptions.
     subscriptions: Arc<Subscriptions>,
+    instructions: Arc<str>,
 }
 
 impl StateServer {
@@ -39,7 +40,12 @@ impl StateServer {
     /// process, or the database's owner).
     pub fn new(api: Api, options: Options) -> StateServer {
         let tools = Arc::new(ToolSet::new(&options));
-        StateServer { api, tools, options: Arc::new(options), subscriptions: Arc::default() }
+        let mut instructions = INSTRUCTIONS.to_owned();
+        if !prompts::list(&tools).is_empty() {
+            instructions.push_str(TEXT_INSTRUCTIONS);
+        }
+        let instructions = instructions.into();
+        StateServer { api, tools, options: Arc::new(options), subscriptions: Arc::default(), instructions }
     }
 
     /// The handler for one more session: the same tools, its own subscriptions (which stop
@@ -63,9 +69,12 @@ Keys look like \"project/x/status\". Leases (lease_*) and workflow runs (workflo
 pass them back, and a status \"fenced\" means you lost ownership. Guides: resources state://docs/usage, \
 state://docs/coordination, state://docs/keys, state://docs/what-not-to-store. \
 To wait for a change instead of polling, subscribe to state://kv/{key}, state://lease/{resource_id} or \
-state://workflow/{run_id}, or call state_watch. \
-Checkpoints (checkpoint_*) save where work stands and restore it later; knowledge_recall returns saved notes \
-relevant to a query within a token budget; prompts when_to_checkpoint and when_to_recall say when to use them.";
+state://workflow/{run_id}, or call state_watch.";
+
+/// Added when checkpoint or knowledge tools are served.
+const TEXT_INSTRUCTIONS: &str = " Checkpoints save where work stands so you, or another agent, resume there; \
+saved knowledge is recalled by relevance within a token budget. The prompts when_to_checkpoint and \
+when_to_recall say when to use them.";
 
 impl ServerHandler for StateServer {
     fn get_info(&self) -> ServerConfig {
@@ -79,7 +88,7 @@ impl ServerHandler for StateServer {
                 Implementation::new("state", env!("CARGO_PKG_VERSION"))
                     .with_title("state: durable shared state for AI agents"),
             )
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(self.instructions.as_ref())
     }
 
     async fn list_tools(

@@ -360,7 +360,11 @@ pub enum RestoreStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct CheckpointRestoreResult {
     pub status: RestoreStatus,
+    /// `id`, `saved_at`, `agent_id` and the fields `checkpoint_save` takes. Its schema is left
+    /// open: the save tool's input already spells the fields out, and every client pays for
+    /// a schema in every session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub checkpoint: Option<Checkpoint>,
     /// Every highlight of the checkpoint's session, oldest first (depth highlights and full).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -82,7 +82,7 @@ fn both_protocol_generations_are_served() {
     assert_eq!(init["result"]["serverInfo"]["name"], "state", "{init}");
     assert_eq!(init["result"]["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
     let tools = legacy.request("tools/list", json!({}));
-    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 37, "the same catalog as stdio");
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 29, "the same catalog as stdio");
     let set = legacy.request("tools/call", json!({"name": "state_set", "arguments": {"key": "k", "value": "legacy"}}));
     assert_eq!(set["result"]["structuredContent"]["version"], 1, "{set}");
 

@@ -126,3 +126,75 @@ fn acknowledged_writes_survive_sigkill() {
     }
     assert!(total_acked_this_run > ROUNDS as usize * 10, "the servers acknowledged too little to prove anything");
 }
+
+/// A note and its index entries are one transaction: after SIGKILL at a random moment, every
+/// stored note is found by its own marker word and no note that is absent is found, so the
+/// index never points at a note that is not there, or misses one that is.
+#[test]
+fn notes_and_their_index_survive_sigkill_together() {
+    let seed = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1;
+    eprintln!("knowledge crash test seed {seed}");
+    let mut rng = Rng(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("notes.redb");
+    let db_arg = db.to_string_lossy().into_owned();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let marker = |round: u64, n: u64| format!("marker{round}x{n}");
+    let mut acked: Vec<(String, String)> = Vec::new();
+    for round in 0..4 {
+        let args = ["--db", &db_arg, "--standalone", "--tools", "knowledge"];
+        let mut client = McpClient::start(crate::binary(), &args, ProtocolEra::Legacy).unwrap();
+        // The first save loads the tokenizer; the kill timer starts once the server is warm.
+        let warm = json!({"id": format!("warm/{round}"), "content": "warm up", "request_id": format!("warm-{round}")});
+        assert!(!client.call("knowledge_save", warm).unwrap().is_error);
+        let kill_after = Duration::from_millis(100 + rng.below(300));
+        let started = Instant::now();
+        let mut in_flight: HashMap<u64, (String, String)> = HashMap::new();
+        let mut sent: Vec<(String, String)> = Vec::new();
+        let mut n = 0u64;
+        while started.elapsed() < kill_after {
+            while in_flight.len() < IN_FLIGHT {
+                let (id, word) = (format!("r{round}/n{n:05}"), marker(round, n));
+                let content = format!("Note {n} of round {round} about lease fencing and {word}.");
+                let args = json!({"name": "knowledge_save", "arguments": {"id": id, "content": content}});
+                let request = client.send_request("tools/call", args).unwrap();
+                in_flight.insert(request, (id.clone(), word.clone()));
+                sent.push((id, word));
+                n += 1;
+            }
+            let response = client.next_response(Duration::from_secs(30)).unwrap();
+            let request = response["id"].as_u64().unwrap();
+            let result = tool_result(result_of(response).unwrap()).unwrap();
+            assert_eq!(result.json()["status"], "ok", "{}", result.text);
+            acked.push(in_flight.remove(&request).unwrap());
+        }
+        client.kill().unwrap();
+
+        runtime.block_on(async {
+            let local = Local::open_standalone(&db, Settings::default()).expect("reopen after SIGKILL");
+            let mut present = std::collections::BTreeSet::new();
+            let mut cursor = Value::Null;
+            loop {
+                let page = local.call(Operation::KnowledgeList, json!({"limit": 1000, "cursor": cursor})).await;
+                let page = page.body.unwrap();
+                present.extend(page["notes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap().to_owned()));
+                match &page["next_cursor"] {
+                    Value::Null => break,
+                    next => cursor = next.clone(),
+                }
+            }
+            for (id, _) in &acked {
+                assert!(present.contains(id), "seed {seed}: acknowledged note {id} lost");
+            }
+            for (id, word) in &sent {
+                let recalled = local.call(Operation::KnowledgeRecall, json!({"query": word})).await.body.unwrap();
+                let found: Vec<&str> =
+                    recalled["items"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
+                let expected: Vec<&str> = if present.contains(id) { vec![id.as_str()] } else { Vec::new() };
+                assert_eq!(found, expected, "seed {seed}: the index disagrees with the notes about {id}");
+            }
+            local.close().await;
+        });
+    }
+    assert!(acked.len() > 40, "the servers acknowledged too little to prove anything: {}", acked.len());
+}

@@ -37,7 +37,8 @@ fn repo(root: &Path, branch: &str) -> std::path::PathBuf {
 #[test]
 fn sage_tools_keep_sages_shapes() {
     let place = Place::new();
-    let mut client = place.spawn(&["--compat", "sage", "--tools", "checkpoint,knowledge"]);
+    // As a Sage user switches: one flag, which brings Sage's tools with it.
+    let mut client = place.spawn(&["--compat", "sage"]);
     client.handshake(ProtocolEra::Legacy).unwrap();
     let tools = result_of(client.request("tools/list", json!({})).unwrap()).unwrap();
     let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
@@ -126,7 +127,7 @@ fn goldfish_infers_every_action_and_speaks_each_output_format() {
     let place = Place::new();
     let root = tempfile::tempdir().unwrap();
     let workspace = repo(root.path(), "feature/goldfish");
-    let mut client = place.spawn_in(&["--compat", "goldfish", "--tools", "checkpoint"], Some(&workspace));
+    let mut client = place.spawn_in(&["--compat", "goldfish"], Some(&workspace));
     client.handshake(ProtocolEra::Legacy).unwrap();
     let tools = result_of(client.request("tools/list", json!({})).unwrap()).unwrap();
     let checkpoint = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "checkpoint").unwrap().clone();
@@ -256,7 +257,7 @@ fn bad_input_gets_errors_naming_the_field() {
 #[test]
 fn prompts_teach_when_to_checkpoint_and_recall_with_this_servers_tool_names() {
     let place = Place::new();
-    let mut native = place.start(&[], ProtocolEra::Legacy);
+    let mut native = place.start(&["--tools", "all"], ProtocolEra::Legacy);
     let listed = result_of(native.request("prompts/list", json!({})).unwrap()).unwrap();
     let names: Vec<&str> = listed["prompts"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
     assert_eq!(names, ["when_to_checkpoint", "when_to_recall"]);
@@ -270,7 +271,7 @@ fn prompts_teach_when_to_checkpoint_and_recall_with_this_servers_tool_names() {
     let unknown = native.request("prompts/get", json!({"name": "nope"})).unwrap();
     assert!(unknown["error"]["message"].as_str().unwrap().contains("when_to_recall"), "{unknown}");
 
-    let mut goldfish = place.start(&["--compat", "goldfish", "--tools", "checkpoint"], ProtocolEra::Legacy);
+    let mut goldfish = place.start(&["--compat", "goldfish"], ProtocolEra::Legacy);
     let listed = result_of(goldfish.request("prompts/list", json!({})).unwrap()).unwrap();
     assert_eq!(listed["prompts"].as_array().unwrap().len(), 1, "no recall prompt without knowledge tools");
     let got = result_of(goldfish.request("prompts/get", json!({"name": "when_to_checkpoint"})).unwrap()).unwrap();
@@ -285,7 +286,7 @@ fn two_agents_saving_into_one_session_at_once_lose_no_highlight() {
     let agents: Vec<std::thread::JoinHandle<()>> = ["a", "b"]
         .into_iter()
         .map(|agent| {
-            let mut client = place.start(&[], ProtocolEra::Legacy);
+            let mut client = place.start(&["--tools", "checkpoint"], ProtocolEra::Legacy);
             std::thread::spawn(move || {
                 for n in 0..SAVES {
                     let args = json!({"description": format!("{agent} step {n}"), "session_id": "pair",
@@ -298,7 +299,7 @@ fn two_agents_saving_into_one_session_at_once_lose_no_highlight() {
     for agent in agents {
         agent.join().unwrap();
     }
-    let mut reader = place.start(&[], ProtocolEra::Legacy);
+    let mut reader = place.start(&["--tools", "checkpoint"], ProtocolEra::Legacy);
     let restored = ok(&mut reader, "checkpoint_restore", json!({"session_id": "pair"}));
     let mut highlights: Vec<String> =
         restored["session_highlights"].as_array().unwrap().iter().map(|h| h.as_str().unwrap().to_owned()).collect();

@@ -45,7 +45,7 @@ const NATIVE_TOOLS: [&str; 37] = [
     "knowledge_delete",
 ];
 
-const READ_ONLY: [&str; 14] = [
+const READ_ONLY: [&str; 19] = [
     "state_get",
     "state_list",
     "state_batch_get",
@@ -60,10 +60,21 @@ const READ_ONLY: [&str; 14] = [
     "session_list",
     "state_health",
     "state_watch",
+    "checkpoint_restore",
+    "checkpoint_search",
+    "checkpoint_timeline",
+    "knowledge_recall",
+    "knowledge_list",
 ];
 
-const IDEMPOTENT: [&str; 5] =
-    ["state_delete", "lease_release", "workflow_checkpoint", "workflow_complete", "workflow_cancel"];
+const IDEMPOTENT: [&str; 6] = [
+    "state_delete",
+    "lease_release",
+    "workflow_checkpoint",
+    "workflow_complete",
+    "workflow_cancel",
+    "knowledge_delete",
+];
 
 fn tools(server: &mut TestServer) -> Vec<Value> {
     let listed = server.client.request("tools/list", json!({})).expect("tools/list");
@@ -111,7 +122,7 @@ fn server_info_names_this_server() {
 
 #[test]
 fn tools_carry_titles_annotations_and_output_schemas() {
-    let mut server = TestServer::start(&[]);
+    let mut server = TestServer::start(&["--tools", "all"]);
     let tools = tools(&mut server);
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     assert_eq!(names, NATIVE_TOOLS, "native tools only, in a stable order");
@@ -130,9 +141,13 @@ fn tools_carry_titles_annotations_and_output_schemas() {
     }
     let reset = tools.iter().find(|t| t["name"] == "state_reset").unwrap();
     assert!(reset["description"].as_str().unwrap().contains("Irreversibly"), "the reset says what it does");
-    // The whole tool list is what every client pays for in context on every session.
-    let size = serde_json::to_string(&tools).unwrap().len();
-    assert!(size < 40_000, "tool definitions are {size} bytes");
+    // The default tool list is what every client pays for in context on every session.
+    let mut default = TestServer::start(&[]);
+    let default = self::tools(&mut default);
+    let size = serde_json::to_string(&default).unwrap().len();
+    assert!(size < 40_000, "default tool definitions are {size} bytes");
+    let names: Vec<&str> = default.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, NATIVE_TOOLS[..29], "checkpoint and knowledge tools are asked for");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! compare: the machines this runs on are shared and noisy.
 
 mod http;
+mod knowledge;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -38,7 +39,10 @@ struct Args {
     /// Sequential MCP calls to time
     #[arg(long, default_value_t = 10_000)]
     calls: usize,
-    /// Only run sections whose name contains this (engine, mcp, http)
+    /// Corpus sizes for the knowledge section
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+    notes: Vec<usize>,
+    /// Only run sections whose name contains this (engine, knowledge, mcp, http)
     #[arg(long)]
     only: Option<String>,
 }
@@ -56,6 +60,9 @@ fn main() -> Result<()> {
         runtime.block_on(engine_workflows(duration))?;
         runtime.block_on(watch::engine_fanout(duration))?;
         runtime.block_on(watch::engine_stuck_watcher(duration))?;
+    }
+    if wants("knowledge") {
+        runtime.block_on(knowledge::engine_knowledge(&args.notes))?;
     }
     if wants("mcp") {
         match &args.server {
