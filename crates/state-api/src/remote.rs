@@ -448,13 +448,19 @@ async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Attempt> {
         settings: config.settings,
     };
     let frame = wire::encode(&hello).map_err(|e| not_an_owner(format!("cannot encode the hello: {e}")))?;
-    if let Err(e) = write.write_all(&frame).await {
-        return Err(Attempt::Absent(format!("the owner closed the connection during the handshake ({e})")));
-    }
+    // A listener that answers at once and hangs up (another program, an owner of another
+    // version refusing) can close the socket before the hello is all written: what it said
+    // is still there to read, and decides, not the failed write.
+    let unsent = write.write_all(&frame).await.err();
     let mut line = Vec::new();
     let read =
         tokio::time::timeout(GREETING_TIMEOUT, wire::read_line(&mut reader, &mut line, wire::MAX_HANDSHAKE_BYTES))
             .await;
+    if let Some(e) = unsent
+        && !matches!(read, Ok(Ok(true)))
+    {
+        return Err(Attempt::Absent(format!("the owner closed the connection during the handshake ({e})")));
+    }
     match read {
         Err(_) => return Err(not_an_owner(format!("no answer to the hello within {GREETING_TIMEOUT:?}"))),
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {

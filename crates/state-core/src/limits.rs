@@ -64,3 +64,11 @@ pub fn check_count(argument: &str, len: usize, max: usize) -> Result<(), Invalid
     }
     Ok(())
 }
+
+/// A text argument of at most `max` bytes.
+pub fn check_text(argument: &str, text: &str, max: usize) -> Result<(), InvalidInput> {
+    if text.len() > max {
+        return Err(InvalidInput::ValueTooLarge { argument: argument.to_owned(), len: text.len(), max });
+    }
+    Ok(())
+}

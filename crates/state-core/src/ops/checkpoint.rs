@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::InvalidInput;
 use crate::key::{validate_agent_id, validate_key};
-use crate::limits::check_count;
+use crate::limits::{check_count, check_text};
 
 /// Longest text field, in bytes; a checkpoint is a summary, not a document store.
 pub const MAX_CHECKPOINT_TEXT_BYTES: usize = 16 * 1024;
@@ -167,14 +167,7 @@ pub struct CheckpointFields {
 pub type CheckpointSaveRequest = CheckpointFields;
 
 fn text(argument: &str, value: &str) -> Result<(), InvalidInput> {
-    if value.len() > MAX_CHECKPOINT_TEXT_BYTES {
-        return Err(InvalidInput::ValueTooLarge {
-            argument: argument.to_owned(),
-            len: value.len(),
-            max: MAX_CHECKPOINT_TEXT_BYTES,
-        });
-    }
-    Ok(())
+    check_text(argument, value, MAX_CHECKPOINT_TEXT_BYTES)
 }
 
 fn texts<'a>(argument: &str, values: impl ExactSizeIterator<Item = &'a String>) -> Result<(), InvalidInput> {
@@ -330,10 +323,7 @@ pub fn validate_query(argument: &'static str, query: &str) -> Result<(), Invalid
     if query.trim().is_empty() {
         return Err(InvalidInput::OutOfRange { argument, message: "is empty: give the words to search for".into() });
     }
-    if query.len() > 4096 {
-        return Err(InvalidInput::ValueTooLarge { argument: argument.to_owned(), len: query.len(), max: 4096 });
-    }
-    Ok(())
+    check_text(argument, query, 4096)
 }
 
 /// A stored checkpoint as restore returns it (`workspace` and `session_id` always set).

@@ -7,7 +7,7 @@ use super::checkpoint::{bounded_limit, validate_query};
 use super::{DeleteStatus, Paged, WriteStatus};
 use crate::error::InvalidInput;
 use crate::key::{validate_agent_id, validate_key};
-use crate::limits::check_count;
+use crate::limits::{check_count, check_text};
 
 /// Longest note, in bytes. Recall packs notes into prompts: a longer text belongs in several
 /// notes (or a key), not one.
@@ -48,13 +48,6 @@ pub struct KnowledgeSaveRequest {
     pub request_id: Option<String>,
 }
 
-fn bounded(argument: &str, value: &str, max: usize) -> Result<(), InvalidInput> {
-    if value.len() > max {
-        return Err(InvalidInput::ValueTooLarge { argument: argument.to_owned(), len: value.len(), max });
-    }
-    Ok(())
-}
-
 impl KnowledgeSaveRequest {
     pub fn validate(&self) -> Result<(), InvalidInput> {
         validate_key("id", &self.id)?;
@@ -75,13 +68,13 @@ impl KnowledgeSaveRequest {
         }
         check_count("keywords", self.keywords.len(), MAX_KEYWORDS)?;
         for (i, keyword) in self.keywords.iter().enumerate() {
-            bounded(&format!("keywords[{i}]"), keyword, MAX_KEYWORD_BYTES)?;
+            check_text(&format!("keywords[{i}]"), keyword, MAX_KEYWORD_BYTES)?;
         }
         if let Some(scope) = &self.scope {
             validate_agent_id("scope", scope)?;
         }
         if let Some(source) = &self.source {
-            bounded("source", source, MAX_SOURCE_BYTES)?;
+            check_text("source", source, MAX_SOURCE_BYTES)?;
         }
         if let Some(agent) = &self.agent_id {
             validate_agent_id("agent_id", agent)?;
