@@ -181,3 +181,29 @@ async fn timeline_and_since_are_exact_at_their_boundaries() {
         .unwrap_err();
     assert!(bad.to_string().contains("range"), "{bad}");
 }
+
+#[tokio::test]
+async fn checkpoint_and_note_changes_are_watchable_by_kind_without_their_index() {
+    use state_core::ops::history::{HistoryKind, HistoryOp};
+    use state_core::ops::knowledge::{KnowledgeDeleteRequest, KnowledgeSaveRequest};
+    use state_core::ops::watch::WatchRequest;
+    let store = Store::new(&crate::support::redb_memory);
+    let watch = |kind| WatchRequest { kind: Some(kind), after_revision: Some(0), ..WatchRequest::default() };
+    let mut checkpoints = store.engine.watch(watch(HistoryKind::Checkpoint)).await.unwrap();
+    let mut notes = store.engine.watch(watch(HistoryKind::Knowledge)).await.unwrap();
+    let saved = store.engine.checkpoint_save(save("watched", "/w")).await.unwrap();
+    let note = KnowledgeSaveRequest { id: "n".into(), content: "some words".into(), ..Default::default() };
+    store.engine.knowledge_save(note).await.unwrap();
+    let gone = KnowledgeDeleteRequest { id: "n".into(), ..Default::default() };
+    store.engine.knowledge_delete(gone).await.unwrap();
+
+    let batch = checkpoints.next().await.unwrap().unwrap();
+    let seen: Vec<(&str, HistoryOp)> = batch.events.iter().map(|e| (e.key.as_str(), e.op)).collect();
+    assert_eq!(seen, [(saved.checkpoint_id.as_str(), HistoryOp::Save)], "one event, no index or session records");
+    let mut ops = Vec::new();
+    while ops.len() < 2 {
+        let batch = notes.next().await.unwrap().unwrap();
+        ops.extend(batch.events.iter().map(|e| (e.key.clone(), e.op)));
+    }
+    assert_eq!(ops, [("n".to_owned(), HistoryOp::Save), ("n".to_owned(), HistoryOp::Delete)]);
+}
