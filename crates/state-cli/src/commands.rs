@@ -1,0 +1,526 @@
+//! The commands, each turned into one operation of the catalog and its JSON arguments: the
+//! CLI adds no rule of its own (versions, leases and budgets are decided behind the seam).
+
+use anyhow::{Result, bail};
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value, json};
+use state_core::catalog::Operation;
+
+use crate::input;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Read a key: its value, version and revision
+    Get {
+        key: String,
+        /// Read it as it was at this version
+        #[arg(long, conflicts_with = "revision")]
+        version: Option<u64>,
+        /// Read it as it was at this store revision
+        #[arg(long)]
+        revision: Option<u64>,
+    },
+    /// Write a key. VALUE is JSON (or text with --raw), @FILE, or - / nothing for stdin
+    Put {
+        key: String,
+        value: Option<String>,
+        /// Only if the key is at this version (compare-and-set); exit 4 if not
+        #[arg(long, value_name = "N", conflicts_with = "create_only")]
+        if_version: Option<u64>,
+        /// Only if the key does not exist; exit 4 if it does
+        #[arg(long)]
+        create_only: bool,
+        /// Expire the key after this long (e.g. 30s, 5m, 1h)
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        ttl: Option<std::time::Duration>,
+        /// Store VALUE as a JSON string instead of parsing it as JSON
+        #[arg(long)]
+        raw: bool,
+        #[command(flatten)]
+        who: Who,
+    },
+    /// Delete a key
+    Del {
+        key: String,
+        /// Only if the key is at this version; exit 4 if not
+        #[arg(long, value_name = "N")]
+        if_version: Option<u64>,
+        #[command(flatten)]
+        who: Who,
+    },
+    /// List keys under a prefix (every page)
+    Ls {
+        #[arg(default_value = "")]
+        prefix: String,
+        /// Include values
+        #[arg(long)]
+        values: bool,
+        /// Stop after this many keys
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Changes of one key, a prefix or everything, oldest first
+    History {
+        /// Only this key (or lease resource, run id, ... with --kind)
+        key: Option<String>,
+        #[arg(long, conflicts_with = "key")]
+        prefix: Option<String>,
+        /// kv, lease, workflow, session, store, checkpoint or knowledge
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only changes after this revision
+        #[arg(long, value_name = "REVISION")]
+        since: Option<u64>,
+        /// Most changes to show (1 to 1000)
+        #[arg(short, long)]
+        n: Option<usize>,
+    },
+    /// Run a transaction from a JSON file (or - for stdin): {"compare": [...], "success": [...], "failure": [...]}
+    Txn { file: String },
+    /// Print changes as they happen (one JSON line each with --json), until interrupted
+    Watch {
+        /// Keys starting with this (all keys when absent)
+        prefix: Option<String>,
+        /// Only this key
+        #[arg(long, conflicts_with = "prefix")]
+        key: Option<String>,
+        /// lease, workflow, session, checkpoint, knowledge (default kv)
+        #[arg(long)]
+        kind: Option<String>,
+        /// Start after this revision (default: from now on)
+        #[arg(long, value_name = "REVISION")]
+        from: Option<u64>,
+        /// Stop after this many changes
+        #[arg(long)]
+        count: Option<u64>,
+    },
+    /// Leases with fencing tokens
+    #[command(subcommand)]
+    Lease(LeaseCommand),
+    /// Workflow runs
+    #[command(subcommand)]
+    Workflow(WorkflowCommand),
+    /// Session snapshots
+    #[command(subcommand)]
+    Session(SessionCommand),
+    /// Checkpoints: where work stands
+    #[command(subcommand)]
+    Checkpoint(CheckpointCommand),
+    /// Knowledge notes
+    #[command(subcommand)]
+    Knowledge(KnowledgeCommand),
+    /// The store's revision, size, owner and write statistics
+    Health,
+    /// Any operation by id with JSON arguments, e.g. `call native/state_get '{"key":"k"}'`
+    Call {
+        /// `profile/name`, e.g. native/state_get, sidecar/state_set
+        operation: String,
+        /// JSON arguments, @FILE, or - for stdin (default {})
+        args: Option<String>,
+    },
+}
+
+/// Who a write is recorded as.
+#[derive(Debug, Args)]
+pub(crate) struct Who {
+    /// Recorded as the writer in history
+    #[arg(long, env = "STATE_AGENT")]
+    agent: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum LeaseCommand {
+    /// Take a lease, or learn who holds it (exit 4)
+    Acquire {
+        resource: String,
+        #[arg(long)]
+        holder: String,
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        ttl: std::time::Duration,
+    },
+    /// Extend a lease you hold
+    Renew {
+        resource: String,
+        #[arg(long)]
+        holder: String,
+        /// The fencing token the grant or claim returned
+        #[arg(long, value_name = "N")]
+        fencing_token: u64,
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        ttl: std::time::Duration,
+    },
+    /// Give up a lease you hold
+    Release {
+        resource: String,
+        #[arg(long)]
+        holder: String,
+        /// The fencing token the grant or claim returned
+        #[arg(long, value_name = "N")]
+        fencing_token: u64,
+    },
+    /// Leases held now
+    Ls {
+        #[arg(default_value = "")]
+        prefix: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum WorkflowCommand {
+    /// Register a run for a worker to claim
+    Create {
+        name: String,
+        /// JSON input, @FILE or -
+        #[arg(long)]
+        input: Option<String>,
+        /// A tag, name=value (repeatable)
+        #[arg(long = "tag", value_parser = tag)]
+        tags: Vec<(String, String)>,
+        #[arg(long)]
+        max_attempts: Option<u32>,
+    },
+    /// Claim a run (one by id, or the oldest claimable matching --name and --tag)
+    Claim {
+        #[arg(long)]
+        agent: String,
+        #[arg(long)]
+        run: Option<String>,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long = "tag", value_parser = tag)]
+        tags: Vec<(String, String)>,
+        /// How long the claim lasts unless renewed
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        ttl: Option<std::time::Duration>,
+    },
+    /// Record a finished step's output (JSON, @FILE or -)
+    Checkpoint {
+        run: String,
+        #[arg(long)]
+        agent: String,
+        /// The fencing token the grant or claim returned
+        #[arg(long, value_name = "N")]
+        fencing_token: u64,
+        #[arg(long)]
+        step: u64,
+        output: Option<String>,
+    },
+    /// Everything needed to continue a run
+    Resume { run: String },
+    /// Finish a run you hold, with its result (JSON, @FILE or -; default null)
+    Complete {
+        run: String,
+        #[arg(long)]
+        agent: String,
+        /// The fencing token the grant or claim returned
+        #[arg(long, value_name = "N")]
+        fencing_token: u64,
+        result: Option<String>,
+    },
+    /// Report that your attempt failed
+    Fail {
+        run: String,
+        #[arg(long)]
+        agent: String,
+        /// The fencing token the grant or claim returned
+        #[arg(long, value_name = "N")]
+        fencing_token: u64,
+        #[arg(long)]
+        error: String,
+        /// Return the run to the queue (until its attempts run out)
+        #[arg(long)]
+        retryable: bool,
+    },
+    /// Cancel a run that has not finished
+    Cancel {
+        run: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Runs by status, name and tags
+    Ls {
+        /// queued, running, completed, failed or cancelled
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        name: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionCommand {
+    /// Save a snapshot (JSON, @FILE or -)
+    Save { id: String, context: Option<String> },
+    /// The latest snapshot, or one version
+    Restore {
+        id: String,
+        #[arg(long)]
+        version: Option<u64>,
+    },
+    /// Sessions by id prefix
+    Ls {
+        #[arg(default_value = "")]
+        prefix: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CheckpointCommand {
+    /// Save where work stands
+    Save {
+        description: String,
+        /// A highlight (repeatable; they accumulate in the session)
+        #[arg(long = "highlight")]
+        highlights: Vec<String>,
+        /// A file being worked on (repeatable)
+        #[arg(long = "file")]
+        files: Vec<String>,
+        /// Next steps
+        #[arg(long)]
+        context: Option<String>,
+        #[arg(long)]
+        session: Option<String>,
+        /// Default: the current directory
+        #[arg(long)]
+        workspace: Option<String>,
+        #[arg(long)]
+        global: bool,
+    },
+    /// The workspace's latest, or one by id (or unique prefix)
+    Restore {
+        id: Option<String>,
+        #[arg(long)]
+        session: Option<String>,
+        /// Default: the current directory
+        #[arg(long)]
+        workspace: Option<String>,
+        /// minimal, highlights or full
+        #[arg(long)]
+        depth: Option<String>,
+    },
+    /// Checkpoints matching words, best first
+    Search {
+        query: String,
+        /// 24h, 7d, 1week or an RFC 3339 time
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        workspace: Option<String>,
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Recent checkpoints by day and workspace
+    Timeline {
+        /// 1h, 24h, 7d, 30d
+        #[arg(long)]
+        range: Option<String>,
+        #[arg(long)]
+        detailed: bool,
+        #[arg(long)]
+        workspace: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum KnowledgeCommand {
+    /// Save a note (markdown, @FILE or -)
+    Save {
+        id: String,
+        content: Option<String>,
+        /// A keyword (repeatable)
+        #[arg(long = "keyword")]
+        keywords: Vec<String>,
+        #[arg(long)]
+        scope: Option<String>,
+        #[arg(long)]
+        source: Option<String>,
+        /// Only if the note is at this version (0 = create only)
+        #[arg(long, value_name = "N")]
+        if_version: Option<u64>,
+    },
+    /// The notes most relevant to a query, within a token budget
+    Recall {
+        query: String,
+        #[arg(long)]
+        scope: Option<String>,
+        #[arg(long)]
+        max_tokens: Option<usize>,
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Notes by id prefix and scope
+    Ls {
+        #[arg(default_value = "")]
+        prefix: String,
+        #[arg(long)]
+        scope: Option<String>,
+    },
+    /// Delete a note
+    Del {
+        id: String,
+        #[arg(long, value_name = "N")]
+        if_version: Option<u64>,
+    },
+}
+
+fn tag(text: &str) -> Result<(String, String), String> {
+    text.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())).ok_or_else(|| format!("`{text}` is not name=value"))
+}
+
+/// Arguments without the absent options (JSON nulls), so every operation sees only what was given.
+fn args(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect::<Map<_, _>>()),
+        other => other,
+    }
+}
+
+fn tags(tags: &[(String, String)]) -> Value {
+    Value::Object(tags.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect())
+}
+
+fn seconds(d: Option<std::time::Duration>) -> Value {
+    d.map_or(Value::Null, |d| json!(d.as_secs_f64()))
+}
+
+fn optional_json(argument: Option<&str>, what: &str) -> Result<Value> {
+    match argument {
+        None => Ok(Value::Null),
+        some => input::json(some, what, false),
+    }
+}
+
+/// The operation a command runs and its arguments. `ls` and `watch` are driven by the caller
+/// (paging, streaming); this gives their first request.
+pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
+    use Operation as Op;
+    Ok(match command {
+        Command::Get { key, version, revision } => {
+            (Op::StateGet, args(json!({"key": key, "version": version, "revision": revision})))
+        }
+        Command::Put { key, value, if_version, create_only, ttl, raw, who } => {
+            let value = input::json(value.as_deref(), "value", *raw)?;
+            let expected = if *create_only { Some(0) } else { *if_version };
+            let a = json!({"key": key, "value": value, "expected_version": expected, "ttl_seconds": seconds(*ttl), "agent_id": who.agent});
+            (Op::StateSet, args(a))
+        }
+        Command::Del { key, if_version, who } => {
+            (Op::StateDelete, args(json!({"key": key, "expected_version": if_version, "agent_id": who.agent})))
+        }
+        Command::Ls { prefix, values, .. } => {
+            (Op::StateList, json!({"prefix": prefix, "include_values": values, "limit": state_core::limits::MAX_PAGE}))
+        }
+        Command::History { key, prefix, kind, since, n } => {
+            let a = json!({"key": key, "prefix": prefix, "kind": kind, "since_revision": since, "n": n});
+            (Op::HistoryLog, args(a))
+        }
+        Command::Txn { file } => (Op::StateTxn, input::json(Some(&as_input(file)), "transaction", false)?),
+        Command::Watch { .. } => bail!("watch streams: it is not one call"),
+        Command::Lease(lease) => match lease {
+            LeaseCommand::Acquire { resource, holder, ttl } => (
+                Op::LeaseAcquire,
+                json!({"resource_id": resource, "holder_id": holder, "ttl_seconds": ttl.as_secs_f64()}),
+            ),
+            LeaseCommand::Renew { resource, holder, fencing_token: token, ttl } => (
+                Op::LeaseRenew,
+                json!({"resource_id": resource, "holder_id": holder, "token": token, "ttl_seconds": ttl.as_secs_f64()}),
+            ),
+            LeaseCommand::Release { resource, holder, fencing_token: token } => {
+                (Op::LeaseRelease, json!({"resource_id": resource, "holder_id": holder, "token": token}))
+            }
+            LeaseCommand::Ls { prefix } => (Op::LeaseList, json!({"prefix": prefix})),
+        },
+        Command::Workflow(workflow) => match workflow {
+            WorkflowCommand::Create { name, input, tags: t, max_attempts } => {
+                let input = optional_json(input.as_deref(), "input")?;
+                let a = json!({"name": name, "input": input, "tags": tags(t), "max_attempts": max_attempts});
+                (Op::WorkflowCreate, args(a))
+            }
+            WorkflowCommand::Claim { agent, run, name, tags: t, ttl } => {
+                let a = json!({"agent_id": agent, "run_id": run, "name": name, "tags": tags(t), "lease_ttl_seconds": seconds(*ttl)});
+                (Op::WorkflowClaim, args(a))
+            }
+            WorkflowCommand::Checkpoint { run, agent, fencing_token: token, step, output } => {
+                let output = input::json(output.as_deref(), "step output", false)?;
+                let a = json!({"run_id": run, "agent_id": agent, "token": token, "step": step, "output": output});
+                (Op::WorkflowCheckpoint, a)
+            }
+            WorkflowCommand::Resume { run } => (Op::WorkflowResume, json!({"run_id": run})),
+            WorkflowCommand::Complete { run, agent, fencing_token: token, result } => {
+                let result = optional_json(result.as_deref(), "result")?;
+                (Op::WorkflowComplete, json!({"run_id": run, "agent_id": agent, "token": token, "result": result}))
+            }
+            WorkflowCommand::Fail { run, agent, fencing_token: token, error, retryable } => (
+                Op::WorkflowFail,
+                json!({"run_id": run, "agent_id": agent, "token": token, "error": error, "retryable": retryable}),
+            ),
+            WorkflowCommand::Cancel { run, reason } => {
+                (Op::WorkflowCancel, args(json!({"run_id": run, "reason": reason})))
+            }
+            WorkflowCommand::Ls { status, name } => (Op::WorkflowList, args(json!({"status": status, "name": name}))),
+        },
+        Command::Session(session) => match session {
+            SessionCommand::Save { id, context } => {
+                let context = input::json(context.as_deref(), "context", false)?;
+                (Op::SessionSave, json!({"session_id": id, "context": context}))
+            }
+            SessionCommand::Restore { id, version } => {
+                (Op::SessionRestore, args(json!({"session_id": id, "version": version})))
+            }
+            SessionCommand::Ls { prefix } => (Op::SessionList, json!({"prefix": prefix})),
+        },
+        Command::Checkpoint(checkpoint) => match checkpoint {
+            CheckpointCommand::Save { description, highlights, files, context, session, workspace, global } => {
+                let a = json!({"description": description, "highlights": highlights, "active_files": files,
+                    "work_context": context, "session_id": session, "workspace": workspace, "global": global});
+                (Op::CheckpointSave, args(a))
+            }
+            CheckpointCommand::Restore { id, session, workspace, depth } => {
+                let a = json!({"checkpoint_id": id, "session_id": session, "workspace": workspace, "depth": depth});
+                (Op::CheckpointRestore, args(a))
+            }
+            CheckpointCommand::Search { query, since, workspace, limit } => {
+                let a = json!({"query": query, "since": since, "workspace": workspace, "limit": limit});
+                (Op::CheckpointSearch, args(a))
+            }
+            CheckpointCommand::Timeline { range, detailed, workspace } => {
+                let format = if *detailed { "detailed" } else { "compact" };
+                (Op::CheckpointTimeline, args(json!({"range": range, "format": format, "workspace": workspace})))
+            }
+        },
+        Command::Knowledge(knowledge) => match knowledge {
+            KnowledgeCommand::Save { id, content, keywords, scope, source, if_version } => {
+                let content = input::text(content.as_deref(), "note")?;
+                let a = json!({"id": id, "content": content, "keywords": keywords, "scope": scope,
+                    "source": source, "expected_version": if_version});
+                (Op::KnowledgeSave, args(a))
+            }
+            KnowledgeCommand::Recall { query, scope, max_tokens, limit } => {
+                let a = json!({"query": query, "scope": scope, "max_tokens": max_tokens, "limit": limit});
+                (Op::KnowledgeRecall, args(a))
+            }
+            KnowledgeCommand::Ls { prefix, scope } => {
+                (Op::KnowledgeList, args(json!({"prefix": prefix, "scope": scope})))
+            }
+            KnowledgeCommand::Del { id, if_version } => {
+                (Op::KnowledgeDelete, args(json!({"id": id, "expected_version": if_version})))
+            }
+        },
+        Command::Health => (Op::StateHealth, json!({})),
+        Command::Call { operation, args: given } => {
+            let Some(op) = Operation::from_id(operation) else {
+                bail!("no operation `{operation}`: give profile/name, e.g. native/state_get or sage/recall_knowledge");
+            };
+            let given = match given.as_deref() {
+                None => json!({}),
+                some => input::json(some, "arguments", false)?,
+            };
+            (op, given)
+        }
+    })
+}
+
+/// A file argument of `txn`: `-` is stdin, anything else a path.
+fn as_input(file: &str) -> String {
+    if file == "-" { file.to_owned() } else { format!("@{file}") }
+}

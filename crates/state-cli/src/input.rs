@@ -1,0 +1,38 @@
+//! Values from the command line, a file or standard input.
+
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+/// Where a JSON value comes from: the argument itself, `@FILE`, or `-` / nothing for stdin.
+pub(crate) fn json(argument: Option<&str>, what: &str, raw: bool) -> Result<Value> {
+    let text = text(argument, what)?;
+    if raw {
+        return Ok(Value::String(text));
+    }
+    serde_json::from_str(&text).with_context(|| {
+        format!("the {what} is not JSON; quote a string as '\"text\"', or pass --raw to store the text as a string")
+    })
+}
+
+/// Text from the argument, `@FILE`, or `-` / nothing for stdin.
+pub(crate) fn text(argument: Option<&str>, what: &str) -> Result<String> {
+    match argument {
+        Some("-") | None => {
+            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                bail!("no {what} given: pass it as an argument, as @FILE, or on standard input");
+            }
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).with_context(|| format!("cannot read the {what} from stdin"))?;
+            Ok(text)
+        }
+        Some(at) if at.starts_with('@') => file(Path::new(&at[1..]), what),
+        Some(text) => Ok(text.to_owned()),
+    }
+}
+
+pub(crate) fn file(path: &Path, what: &str) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read the {what} from {}", path.display()))
+}

@@ -1,0 +1,136 @@
+//! How a result is printed: JSON for scripts (`--json`), text for people. Text is derived
+//! from the result's shape, so every command prints the same way: a list of records becomes
+//! a table, a record becomes aligned `field  value` lines, and a result that carries ready
+//! markdown (a restored checkpoint, a timeline, recalled notes) prints that.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+/// Longest a table cell gets before it is cut (with `…`).
+const MAX_CELL: usize = 60;
+
+pub(crate) fn json(body: &Value) -> String {
+    serde_json::to_string_pretty(body).unwrap_or_else(|_| body.to_string())
+}
+
+pub(crate) fn text(body: &Value) -> String {
+    let Value::Object(fields) = body else { return scalar(body) };
+    for markdown in ["context", "formatted_context", "formatted"] {
+        if let Some(Value::String(text)) = fields.get(markdown)
+            && !text.is_empty()
+        {
+            return text.trim_end().to_owned();
+        }
+    }
+    let list = fields.iter().find(|(_, v)| v.as_array().is_some_and(|a| a.iter().all(Value::is_object)));
+    match list {
+        Some((name, Value::Array(rows))) => {
+            let mut out = table(rows);
+            let rest: Map<String, Value> =
+                fields.iter().filter(|(k, _)| *k != name).map(|(k, v)| (k.clone(), v.clone())).collect();
+            if !rest.is_empty() {
+                out.push_str("\n\n");
+                out.push_str(&record(&rest));
+            }
+            out
+        }
+        _ => record(fields),
+    }
+}
+
+/// A value as a person reads it: strings without quotes, the rest as compact JSON.
+fn scalar(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+fn record(fields: &Map<String, Value>) -> String {
+    let width = fields.keys().map(|k| k.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for (name, value) in fields {
+        let shown = match value {
+            Value::Object(_) | Value::Array(_) => {
+                let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
+                if pretty.len() <= MAX_CELL {
+                    value.to_string()
+                } else {
+                    format!("\n{}", pretty.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n"))
+                }
+            }
+            other => scalar(other),
+        };
+        let _ = writeln!(out, "{name:width$}  {shown}");
+    }
+    out.trim_end().to_owned()
+}
+
+fn cell(value: &Value) -> String {
+    let text = scalar(value).replace(['\n', '\t'], " ");
+    if text.chars().count() > MAX_CELL {
+        format!("{}…", text.chars().take(MAX_CELL - 1).collect::<String>())
+    } else {
+        text
+    }
+}
+
+fn table(rows: &[Value]) -> String {
+    if rows.is_empty() {
+        return "(none)".to_owned();
+    }
+    let mut columns: Vec<&str> = Vec::new();
+    for row in rows.iter().filter_map(Value::as_object) {
+        for key in row.keys() {
+            if !columns.contains(&key.as_str()) {
+                columns.push(key);
+            }
+        }
+    }
+    let cells: Vec<Vec<String>> =
+        rows.iter().map(|row| columns.iter().map(|c| row.get(*c).map_or_else(String::new, cell)).collect()).collect();
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| cells.iter().map(|r| r[i].chars().count()).max().unwrap_or(0).max(c.len()))
+        .collect();
+    let line = |values: Vec<String>| {
+        let padded: Vec<String> = values.iter().zip(&widths).map(|(v, w)| format!("{v:w$}")).collect();
+        padded.join("  ").trim_end().to_owned()
+    };
+    let mut out = line(columns.iter().map(|c| c.to_uppercase()).collect());
+    for row in cells {
+        out.push('\n');
+        out.push_str(&line(row));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn lists_become_tables_and_records_aligned_lines() {
+        let listed = json!({"entries": [{"key": "a", "version": 1}, {"key": "bb", "version": 12, "value": {"x": 1}}], "revision": 7});
+        assert_eq!(text(&listed), "KEY  VERSION  VALUE\na    1\nbb   12       {\"x\":1}\n\nrevision  7");
+        assert_eq!(text(&json!({"status": "ok", "version": 2})), "status   ok\nversion  2");
+        assert_eq!(text(&json!({"entries": [], "revision": 0})), "(none)\n\nrevision  0");
+    }
+
+    #[test]
+    fn ready_markdown_is_printed_as_it_is() {
+        assert_eq!(text(&json!({"status": "ok", "context": "# Restored\n- a\n"})), "# Restored\n- a");
+    }
+
+    #[test]
+    fn long_cells_are_cut() {
+        let long = "x".repeat(100);
+        let shown = text(&json!({"rows": [{"v": long}]}));
+        assert!(shown.lines().nth(1).is_some_and(|l| l.chars().count() == MAX_CELL && l.ends_with('…')));
+    }
+}

@@ -1,0 +1,270 @@
+//! End-to-end tests of the `statectl` binary: every command through the real binary, `--json`
+//! parsed back, exit codes, stdin input, beside a running `state-mcp`, and against a spawned
+//! `state-http`.
+
+// A panic is how a test reports failure.
+#![allow(clippy::unwrap_used)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use state_e2e::{HttpServer, McpClient, ProtocolEra};
+
+fn statectl() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_statectl"))
+}
+
+/// A binary of another crate, built beside this one by a workspace build.
+fn sibling(name: &str) -> PathBuf {
+    let path = statectl().with_file_name(name);
+    assert!(path.exists(), "{} is missing: build the workspace's binaries (cargo build --workspace)", path.display());
+    path
+}
+
+/// A database and its owner's socket directory, in a temporary directory.
+struct Place {
+    db: PathBuf,
+    runtime: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("{e}: {}\n{}", self.stdout, self.stderr))
+    }
+}
+
+impl Place {
+    fn new() -> Place {
+        let dir = tempfile::tempdir().unwrap();
+        Place { db: dir.path().join("s.redb"), runtime: dir.path().join("run"), dir }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(statectl());
+        command
+            .args(args)
+            .env("STATE_DB", &self.db)
+            .env("STATE_RUNTIME_DIR", &self.runtime)
+            .env("STATE_OWNER_IDLE", "2s")
+            .env_remove("STATE_SERVER")
+            .env_remove("STATE_TOKEN")
+            .current_dir(self.dir.path());
+        command
+    }
+
+    fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Run {
+        let mut child =
+            self.command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        self.run_with_stdin(args, "")
+    }
+
+    /// Runs with --json, expecting `code`; the parsed output.
+    fn json(&self, args: &[&str], code: i32) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let run = self.run(&all);
+        assert_eq!(run.code, code, "statectl {args:?}: {}\n{}", run.stdout, run.stderr);
+        run.json()
+    }
+}
+
+#[test]
+fn keys_versions_and_exit_codes() {
+    let p = Place::new();
+    assert_eq!(p.json(&["put", "jobs/42", r#"{"step": 1}"#, "--create-only"], 0)["version"], 1);
+    let conflict = p.json(&["put", "jobs/42", r#"{"step": 9}"#, "--create-only"], 4);
+    assert_eq!((conflict["status"].as_str(), conflict["value"].clone()), (Some("conflict"), json!({"step": 1})));
+    assert_eq!(p.json(&["put", "jobs/42", r#"{"step": 2}"#, "--if-version", "1"], 0)["version"], 2);
+    assert_eq!(
+        p.json(&["put", "jobs/42", "3", "--if-version", "1"], 4)["version"],
+        2,
+        "stale: exit 4 with the current"
+    );
+    let got = p.json(&["get", "jobs/42"], 0);
+    assert_eq!((got["value"].clone(), got["version"].as_u64()), (json!({"step": 2}), Some(2)));
+    assert_eq!(p.json(&["get", "jobs/42", "--version", "1"], 0)["value"], json!({"step": 1}));
+    assert_eq!(p.json(&["get", "missing"], 3)["status"], "not_found");
+
+    // Values from stdin and from a file; text with --raw; not-JSON refused before anything runs.
+    let piped = p.run_with_stdin(&["--json", "put", "jobs/42/status"], "\"done\"\n");
+    assert_eq!(piped.code, 0, "{}", piped.stderr);
+    std::fs::write(p.dir.path().join("v.json"), r#"{"from": "file"}"#).unwrap();
+    p.json(&["put", "jobs/43", "@v.json"], 0);
+    assert_eq!(p.json(&["get", "jobs/43"], 0)["value"], json!({"from": "file"}));
+    p.json(&["put", "note", "plain words", "--raw"], 0);
+    assert_eq!(p.json(&["get", "note"], 0)["value"], "plain words");
+    let bad = p.run(&["put", "k", "not json"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("--raw"), "{}", bad.stderr);
+    assert_eq!(p.run(&["get"]).code, 2, "clap's usage error");
+
+    p.json(&["put", "tmp/a", "1", "--ttl", "1h"], 0);
+    let listed = p.json(&["ls", "jobs/", "--values"], 0);
+    let keys: Vec<&str> = listed["entries"].as_array().unwrap().iter().map(|e| e["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["jobs/42", "jobs/42/status", "jobs/43"]);
+    assert_eq!(p.json(&["ls", "--limit", "2"], 0)["entries"].as_array().unwrap().len(), 2);
+    let text = p.run(&["ls", "jobs/"]);
+    assert!(text.stdout.starts_with("KEY ") && text.stdout.contains("jobs/42/status"), "{}", text.stdout);
+
+    assert_eq!(p.json(&["del", "jobs/43", "--if-version", "7"], 4)["status"], "conflict");
+    assert_eq!(p.json(&["del", "jobs/43"], 0)["status"], "ok");
+    assert_eq!(p.json(&["del", "jobs/43"], 3)["status"], "not_found");
+    let history = p.json(&["history", "jobs/42"], 0);
+    assert_eq!(history["events"].as_array().unwrap().len(), 2);
+
+    let txn = r#"{"compare": [{"key": "jobs/44", "exists": false}], "success": [{"op": "put", "key": "jobs/44", "value": 1}]}"#;
+    assert_eq!(p.run_with_stdin(&["--json", "txn", "-"], txn).code, 0);
+    assert_eq!(p.run_with_stdin(&["--json", "txn", "-"], txn).code, 4, "its compare no longer holds");
+    assert_eq!(p.json(&["call", "native/state_get", r#"{"key": "jobs/44"}"#], 0)["value"], 1);
+    assert_eq!(p.run(&["call", "native/nope"]).code, 2);
+    assert_eq!(p.json(&["health"], 0)["status"], "ok");
+}
+
+#[test]
+fn leases_workflows_sessions_checkpoints_and_knowledge() {
+    let p = Place::new();
+    let granted = p.json(&["lease", "acquire", "printer", "--holder", "me", "--ttl", "30s"], 0);
+    let token = granted["token"].as_u64().unwrap().to_string();
+    assert_eq!(p.json(&["lease", "acquire", "printer", "--holder", "you", "--ttl", "30s"], 4)["holder"], "me");
+    p.json(&["lease", "renew", "printer", "--holder", "me", "--fencing-token", &token, "--ttl", "60s"], 0);
+    assert_eq!(p.json(&["lease", "ls"], 0)["leases"].as_array().unwrap().len(), 1);
+    p.json(&["lease", "release", "printer", "--holder", "me", "--fencing-token", &token], 0);
+    assert_eq!(
+        p.json(&["lease", "release", "printer", "--holder", "me", "--fencing-token", &token], 5)["status"],
+        "lost"
+    );
+
+    let run = p.json(&["workflow", "create", "report", "--input", r#"{"n": 3}"#, "--tag", "team=a"], 0);
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    let claim = p.json(&["workflow", "claim", "--agent", "w1", "--name", "report", "--ttl", "1m"], 0);
+    let token = claim["token"].as_u64().unwrap().to_string();
+    let step = [
+        "workflow",
+        "checkpoint",
+        &run_id,
+        "--agent",
+        "w1",
+        "--fencing-token",
+        &token,
+        "--step",
+        "1",
+        r#"{"done": 1}"#,
+    ];
+    p.json(&step, 0);
+    let resumed = p.json(&["workflow", "resume", &run_id], 0);
+    assert_eq!(resumed["steps"][0]["output"], json!({"done": 1}), "{resumed}");
+    let stale = ["workflow", "complete", &run_id, "--agent", "w1", "--fencing-token", "1", r#""ok""#];
+    assert_eq!(p.run(&stale).code, 5, "an old token is fenced");
+    p.json(&["workflow", "complete", &run_id, "--agent", "w1", "--fencing-token", &token, r#""ok""#], 0);
+    assert_eq!(p.json(&["workflow", "ls", "--status", "completed"], 0)["runs"].as_array().unwrap().len(), 1);
+    let other = p.json(&["workflow", "create", "other"], 0)["run_id"].as_str().unwrap().to_owned();
+    p.json(&["workflow", "cancel", &other, "--reason", "not needed"], 0);
+    let doomed = p.json(&["workflow", "create", "doomed"], 0)["run_id"].as_str().unwrap().to_owned();
+    let claim = p.json(&["workflow", "claim", "--agent", "w2", "--run", &doomed], 0);
+    let token = claim["token"].as_u64().unwrap().to_string();
+    p.json(&["workflow", "fail", &doomed, "--agent", "w2", "--fencing-token", &token, "--error", "disk full"], 0);
+
+    p.json(&["session", "save", "chat/1", r#"{"turn": 1}"#], 0);
+    p.run_with_stdin(&["session", "save", "chat/1"], r#"{"turn": 2}"#);
+    assert_eq!(p.json(&["session", "restore", "chat/1"], 0)["context"], json!({"turn": 2}));
+    assert_eq!(p.json(&["session", "restore", "chat/1", "--version", "1"], 0)["context"], json!({"turn": 1}));
+    assert_eq!(p.json(&["session", "ls"], 0)["sessions"][0]["latest_version"], 2);
+
+    let saved = p.json(&["checkpoint", "save", "Wrote the CLI", "--highlight", "exit codes", "--file", "main.rs"], 0);
+    assert_eq!(saved["workspace"], p.dir.path().display().to_string(), "the current directory by default");
+    let restored = p.run(&["checkpoint", "restore"]);
+    assert!(restored.stdout.starts_with("# Checkpoint restored: Wrote the CLI"), "{}", restored.stdout);
+    let found = p.json(&["checkpoint", "search", "CLI exit codes"], 0);
+    assert_eq!(found["checkpoints"][0]["id"], saved["checkpoint_id"]);
+    assert_eq!(p.json(&["checkpoint", "timeline", "--range", "1h"], 0)["total"], 1);
+
+    p.run_with_stdin(
+        &["knowledge", "save", "pgbouncer", "--keyword", "postgres"],
+        "Transaction pooling breaks prepared statements.",
+    );
+    let recalled = p.json(&["knowledge", "recall", "prepared statements pooling", "--max-tokens", "100"], 0);
+    assert_eq!(recalled["items"][0]["id"], "pgbouncer");
+    assert!(recalled["context_tokens"].as_u64().unwrap() <= 100);
+    assert_eq!(p.json(&["knowledge", "save", "pgbouncer", "new", "--if-version", "0"], 4)["current_version"], 1);
+    assert_eq!(p.json(&["knowledge", "ls"], 0)["notes"].as_array().unwrap().len(), 1);
+    p.json(&["knowledge", "del", "pgbouncer"], 0);
+    assert_eq!(p.run(&["knowledge", "del", "pgbouncer"]).code, 3);
+}
+
+#[test]
+fn watch_prints_each_change_as_it_happens() {
+    let p = Place::new();
+    p.json(&["put", "w/a", "1"], 0);
+    let watcher = p
+        .command(&["--json", "watch", "w/", "--from", "0", "--count", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    p.json(&["put", "w/b", "2"], 0);
+    p.json(&["put", "elsewhere", "0"], 0);
+    p.json(&["del", "w/a"], 0);
+    let out = watcher.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let events: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let seen: Vec<(&str, &str)> =
+        events.iter().map(|e| (e["key"].as_str().unwrap(), e["op"].as_str().unwrap())).collect();
+    assert_eq!(seen, [("w/a", "put"), ("w/b", "put"), ("w/a", "delete")], "history from revision 0, then live");
+}
+
+#[test]
+fn works_beside_a_running_agent_and_against_state_http() {
+    let p = Place::new();
+    let runtime = p.runtime.to_string_lossy().into_owned();
+    let db = p.db.to_string_lossy().into_owned();
+    let mut agent = McpClient::spawn_with_env(
+        &sibling("state-mcp"),
+        &["--db", &db, "--owner-idle", "2s"],
+        &[("STATE_RUNTIME_DIR", runtime.as_str())],
+    )
+    .unwrap();
+    agent.handshake(ProtocolEra::Legacy).unwrap();
+    assert!(!agent.call("state_set", json!({"key": "shared", "value": "from the agent"})).unwrap().is_error);
+    assert_eq!(p.json(&["get", "shared"], 0)["value"], "from the agent", "joined the agent's owner");
+    p.json(&["put", "shared", r#""from the shell""#, "--if-version", "1"], 0);
+    let read = agent.call("state_get", json!({"key": "shared"})).unwrap().json();
+    assert_eq!(read["value"], "from the shell");
+
+    let server = HttpServer::start(
+        &sibling("state-http"),
+        &["--db", &db, "--owner-idle", "2s"],
+        &[("STATE_RUNTIME_DIR", runtime.as_str())],
+    )
+    .unwrap();
+    let url = format!("http://{}", server.addr);
+    let remote = |args: &[&str], code: i32| {
+        let mut all = vec!["--server", url.as_str()];
+        all.extend_from_slice(args);
+        p.json(&all, code)
+    };
+    assert_eq!(remote(&["get", "shared"], 0)["version"], 2);
+    assert_eq!(remote(&["put", "shared", "3", "--if-version", "1"], 4)["version"], 2);
+    assert_eq!(remote(&["ls"], 0)["entries"].as_array().unwrap().len(), 1);
+    let unreachable = p.run(&["--server", "http://127.0.0.1:9", "get", "k"]);
+    assert_eq!(unreachable.code, 6, "{}", unreachable.stderr);
+}
