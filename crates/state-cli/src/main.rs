@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{Value, json};
 use state_api::cli::{OwnerArgs, StoreArgs};
 use state_api::{Api, HttpConfig, Local, Options, Reply, owner};
@@ -63,6 +63,12 @@ enum TopCommand {
     /// Hold a database and serve every process on it (started by clients when none runs)
     #[command(hide = true)]
     Owner(OwnerArgs),
+    /// Write shell completions (bash, zsh, fish, elvish, PowerShell) and the man page into DIR
+    #[command(hide = true)]
+    Generate {
+        #[arg(long, value_name = "DIR")]
+        dir: std::path::PathBuf,
+    },
 }
 
 const AFTER_HELP: &str = "Examples:
@@ -95,6 +101,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = match cli.command {
         TopCommand::Owner(args) => return run_owner(args),
+        TopCommand::Generate { dir } => {
+            return match generate(&dir) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(&e, exit::FAILURE),
+            };
+        }
         TopCommand::Store(ref command) => command,
     };
     tracing_subscriber::fmt()
@@ -263,6 +275,23 @@ async fn watch(api: &Api, request: WatchRequest, count: Option<u64>, json: bool)
             }
         }
     }
+}
+
+/// Completions for every shell clap knows and the man page, for packagers (`cargo xtask dist`).
+fn generate(dir: &std::path::Path) -> Result<()> {
+    use clap_complete::Shell;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut command = Cli::command();
+    for shell in [Shell::Bash, Shell::Zsh, Shell::Fish, Shell::Elvish, Shell::PowerShell] {
+        let path = clap_complete::generate_to(shell, &mut command, "statectl", dir)?;
+        eprintln!("wrote {}", path.display());
+    }
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command).render(&mut page)?;
+    let path = dir.join("statectl.1");
+    std::fs::write(&path, page).with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
 }
 
 fn run_owner(args: OwnerArgs) -> ExitCode {

@@ -233,6 +233,20 @@ fn watch_prints_each_change_as_it_happens() {
 }
 
 #[test]
+fn completions_and_man_page_are_generated() {
+    let p = Place::new();
+    let out = p.dir.path().join("share");
+    let run = p.run(&["generate", "--dir", out.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let bash = std::fs::read_to_string(out.join("statectl.bash")).unwrap();
+    assert!(bash.contains("statectl") && bash.contains("knowledge"), "bash completes the commands");
+    assert!(out.join("_statectl").exists() && out.join("statectl.fish").exists());
+    let man = std::fs::read_to_string(out.join("statectl.1")).unwrap();
+    assert!(man.starts_with(".ie") || man.contains(".TH statectl"), "{}", &man[..200.min(man.len())]);
+    assert!(man.contains("Exit codes"), "the man page documents the exit codes");
+}
+
+#[test]
 fn works_beside_a_running_agent_and_against_state_http() {
     let p = Place::new();
     let runtime = p.runtime.to_string_lossy().into_owned();
