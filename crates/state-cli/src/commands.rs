@@ -195,12 +195,8 @@ pub(crate) enum WorkflowCommand {
     },
     /// Record a finished step's output (JSON, @FILE or -)
     Checkpoint {
-        run: String,
-        #[arg(long)]
-        agent: String,
-        /// The fencing token the grant or claim returned
-        #[arg(long, value_name = "N")]
-        fencing_token: u64,
+        #[command(flatten)]
+        claim: Claimed,
         #[arg(long)]
         step: u64,
         output: Option<String>,
@@ -209,22 +205,14 @@ pub(crate) enum WorkflowCommand {
     Resume { run: String },
     /// Finish a run you hold, with its result (JSON, @FILE or -; default null)
     Complete {
-        run: String,
-        #[arg(long)]
-        agent: String,
-        /// The fencing token the grant or claim returned
-        #[arg(long, value_name = "N")]
-        fencing_token: u64,
+        #[command(flatten)]
+        claim: Claimed,
         result: Option<String>,
     },
     /// Report that your attempt failed
     Fail {
-        run: String,
-        #[arg(long)]
-        agent: String,
-        /// The fencing token the grant or claim returned
-        #[arg(long, value_name = "N")]
-        fencing_token: u64,
+        #[command(flatten)]
+        claim: Claimed,
         #[arg(long)]
         error: String,
         /// Return the run to the queue (until its attempts run out)
@@ -245,6 +233,27 @@ pub(crate) enum WorkflowCommand {
         #[arg(long)]
         name: Option<String>,
     },
+}
+
+/// A run as its holder names it: the run, the claiming agent and the claim's fencing token.
+#[derive(Debug, Args)]
+pub(crate) struct Claimed {
+    run: String,
+    #[arg(long)]
+    agent: String,
+    /// The fencing token the claim returned
+    #[arg(long, value_name = "N")]
+    fencing_token: u64,
+}
+
+impl Claimed {
+    fn args(&self) -> Map<String, Value> {
+        let mut args = Map::new();
+        args.insert("run_id".into(), json!(self.run));
+        args.insert("agent_id".into(), json!(self.agent));
+        args.insert("token".into(), json!(self.fencing_token));
+        args
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -440,20 +449,24 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 let a = json!({"agent_id": agent, "run_id": run, "name": name, "tags": tags(t), "lease_ttl_seconds": seconds(*ttl)});
                 (Op::WorkflowClaim, args(a))
             }
-            WorkflowCommand::Checkpoint { run, agent, fencing_token: token, step, output } => {
-                let output = input::json(output.as_deref(), "step output", false)?;
-                let a = json!({"run_id": run, "agent_id": agent, "token": token, "step": step, "output": output});
-                (Op::WorkflowCheckpoint, a)
+            WorkflowCommand::Checkpoint { claim, step, output } => {
+                let mut a = claim.args();
+                a.insert("step".into(), json!(step));
+                a.insert("output".into(), input::json(output.as_deref(), "step output", false)?);
+                (Op::WorkflowCheckpoint, Value::Object(a))
             }
             WorkflowCommand::Resume { run } => (Op::WorkflowResume, json!({"run_id": run})),
-            WorkflowCommand::Complete { run, agent, fencing_token: token, result } => {
-                let result = optional_json(result.as_deref(), "result")?;
-                (Op::WorkflowComplete, json!({"run_id": run, "agent_id": agent, "token": token, "result": result}))
+            WorkflowCommand::Complete { claim, result } => {
+                let mut a = claim.args();
+                a.insert("result".into(), optional_json(result.as_deref(), "result")?);
+                (Op::WorkflowComplete, Value::Object(a))
             }
-            WorkflowCommand::Fail { run, agent, fencing_token: token, error, retryable } => (
-                Op::WorkflowFail,
-                json!({"run_id": run, "agent_id": agent, "token": token, "error": error, "retryable": retryable}),
-            ),
+            WorkflowCommand::Fail { claim, error, retryable } => {
+                let mut a = claim.args();
+                a.insert("error".into(), json!(error));
+                a.insert("retryable".into(), json!(retryable));
+                (Op::WorkflowFail, Value::Object(a))
+            }
             WorkflowCommand::Cancel { run, reason } => {
                 (Op::WorkflowCancel, args(json!({"run_id": run, "reason": reason})))
             }
