@@ -93,6 +93,18 @@ fn visible_in(fields: &CheckpointFields, wanted: Option<&str>) -> bool {
     fields.global || workspace == wanted || workspace_name(workspace) == wanted
 }
 
+/// The session a save joins when it names none: one per workspace per UTC day, named after
+/// the workspace (`state-2026-11-23`; `workspace-...` for a root or unnamed one).
+fn default_session(workspace: &str, now: UnixMillis) -> String {
+    let name: String = workspace_name(workspace)
+        .chars()
+        .map(|c| if c.is_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '-' })
+        .collect();
+    let name = name.trim_matches('-');
+    let name = if name.is_empty() { "workspace" } else { name };
+    format!("{name}-{}", now.date())
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Session {
     workspace: String,
@@ -118,16 +130,7 @@ pub fn plan_save<V: StateView + ?Sized>(
 ) -> Result<Plan<CheckpointSaveResult>, V::Error> {
     let mut fields = prepared.request.clone();
     let workspace = fields.workspace.get_or_insert_with(|| DEFAULT_WORKSPACE.to_owned()).clone();
-    let session_id = fields
-        .session_id
-        .get_or_insert_with(|| {
-            let name: String = workspace_name(&workspace)
-                .chars()
-                .map(|c| if c.is_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '-' })
-                .collect();
-            format!("{name}-{}", ctx.now.date())
-        })
-        .clone();
+    let session_id = fields.session_id.get_or_insert_with(|| default_session(&workspace, ctx.now)).clone();
     let title = fields.description.as_deref().or(fields.thesis.as_deref()).unwrap_or_default();
     let base = format!("{}_{}", ctx.now.to_id_stamp(), slug(title));
     let mut id = base.clone();

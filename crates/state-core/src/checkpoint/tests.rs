@@ -15,3 +15,11 @@ fn workspace_names_are_the_last_path_component() {
     assert_eq!(workspace_name("plain"), "plain");
     assert_eq!(workspace_name("/"), "/");
 }
+
+#[test]
+fn default_sessions_are_named_after_the_workspace_and_the_day() {
+    let day = UnixMillis(1_795_270_500_123);
+    assert_eq!(default_session("/home/me/state", day), "state-2026-11-21");
+    assert_eq!(default_session("/", day), "workspace-2026-11-21");
+    assert_eq!(default_session("/srv/my app", day), "my-app-2026-11-21");
+}
