@@ -200,19 +200,13 @@ pub enum GroupArg {
 }
 
 impl GroupArg {
-    /// The groups this choice stands for.
+    /// The groups this choice stands for: `all`, or the catalog's group of the same name.
     pub fn groups(self) -> Vec<ToolGroup> {
-        match self {
-            GroupArg::Kv => vec![ToolGroup::Kv],
-            GroupArg::Lease => vec![ToolGroup::Lease],
-            GroupArg::Workflow => vec![ToolGroup::Workflow],
-            GroupArg::Session => vec![ToolGroup::Session],
-            GroupArg::Admin => vec![ToolGroup::Admin],
-            GroupArg::Watch => vec![ToolGroup::Watch],
-            GroupArg::Checkpoint => vec![ToolGroup::Checkpoint],
-            GroupArg::Knowledge => vec![ToolGroup::Knowledge],
-            GroupArg::All => ToolGroup::ALL.to_vec(),
+        if self == GroupArg::All {
+            return ToolGroup::ALL.to_vec();
         }
+        let name = clap::ValueEnum::to_possible_value(&self);
+        name.and_then(|n| ToolGroup::from_name(n.get_name())).into_iter().collect()
     }
 }
 

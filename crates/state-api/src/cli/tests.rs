@@ -29,3 +29,12 @@ fn the_owner_is_started_with_this_clients_settings() {
     );
     assert_eq!(cli.store.engine.settings(), Settings { max_value_bytes: Some(2048), history_retention: None });
 }
+
+#[test]
+fn every_group_choice_names_a_catalog_group() {
+    use clap::ValueEnum;
+    for arg in GroupArg::value_variants() {
+        let expected = if *arg == GroupArg::All { ToolGroup::ALL.len() } else { 1 };
+        assert_eq!(arg.groups().len(), expected, "{arg:?}");
+    }
+}
