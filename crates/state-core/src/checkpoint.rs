@@ -265,12 +265,12 @@ fn latest<V: StateView + ?Sized>(view: &V, workspace: Option<&str>) -> Result<Op
 fn choose<V: StateView + ?Sized>(
     view: &V,
     request: &CheckpointRestoreRequest,
-) -> Result<Result<Option<String>, Vec<String>>, V::Error> {
+) -> Result<Result<Option<Checkpoint>, Vec<String>>, V::Error> {
     let workspace = request.workspace.as_deref();
     if let Some(partial) = &request.checkpoint_id {
         let mut ids = matching_ids(view, partial)?;
         return Ok(match ids.len() {
-            0 | 1 => Ok(ids.pop()),
+            0 | 1 => Ok(ids.pop().map(|id| get(view, &id)).transpose()?.flatten()),
             _ => {
                 ids.truncate(MAX_CANDIDATES);
                 Err(ids)
@@ -279,17 +279,18 @@ fn choose<V: StateView + ?Sized>(
     }
     if let Some(query) = &request.query {
         for (id, _) in text_index::search(view, Corpus::Checkpoints, query, None)? {
-            if get(view, &id)?.is_some_and(|c| visible_in(&c.fields, workspace)) {
-                return Ok(Ok(Some(id)));
+            if let Some(checkpoint) = get(view, &id)?.filter(|c| visible_in(&c.fields, workspace)) {
+                return Ok(Ok(Some(checkpoint)));
             }
         }
         return Ok(Ok(None));
     }
     if let Some(session) = &request.session_id {
         let stored = view.get(&keyspace::checkpoint_session_key(session))?;
-        return Ok(Ok(stored.as_ref().and_then(decode::<Session>).map(|s| s.latest)));
+        let latest = stored.as_ref().and_then(decode::<Session>).map(|s| s.latest);
+        return Ok(Ok(latest.map(|id| get(view, &id)).transpose()?.flatten()));
     }
-    Ok(Ok(latest(view, workspace)?))
+    Ok(Ok(latest(view, workspace)?.map(|id| get(view, &id)).transpose()?.flatten()))
 }
 
 pub fn restore<V: StateView + ?Sized>(
@@ -306,16 +307,13 @@ pub fn restore<V: StateView + ?Sized>(
         context,
         revision,
     };
-    let id = match choose(view, request)? {
+    let mut checkpoint = match choose(view, request)? {
         Err(candidates) => {
             let context = format!("Several checkpoints match: {}. Give more of the id.", candidates.join(", "));
             return Ok(empty(RestoreStatus::Ambiguous, candidates, context));
         }
         Ok(None) => return Ok(empty(RestoreStatus::NotFound, Vec::new(), "No checkpoint found.".to_owned())),
-        Ok(Some(id)) => id,
-    };
-    let Some(mut checkpoint) = get(view, &id)? else {
-        return Ok(empty(RestoreStatus::NotFound, Vec::new(), "No checkpoint found.".to_owned()));
+        Ok(Some(checkpoint)) => checkpoint,
     };
     let session_highlights = if depth == Depth::Minimal {
         Vec::new()
