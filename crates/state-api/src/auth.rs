@@ -266,6 +266,9 @@ pub(crate) fn needs(op: Operation, args: &Value) -> Vec<Need> {
         KnowledgeSave => parse::<KnowledgeSaveRequest>(args).map(|r| vec![Need::Id(r.id, Write)]),
         KnowledgeDelete => parse::<KnowledgeDeleteRequest>(args).map(|r| vec![Need::Id(r.id, Write)]),
         KnowledgeList => parse::<KnowledgeListRequest>(args).map(|r| vec![Need::Prefix(r.prefix, Read)]),
+        // A dump holds every record; an import may write any, the store's own included.
+        StoreExport => Some(vec![Need::Prefix(String::new(), Read)]),
+        StoreImport => Some(vec![Need::Prefix(String::new(), Admin)]),
         _ => None,
     }
     .unwrap_or_default()

@@ -14,6 +14,7 @@ use state_core::ops::knowledge::{
 use state_core::ops::kv::{BatchGetResult, DeleteResult, GetResult, ListResult, SetResult};
 use state_core::ops::lease::{AcquireResult, AcquireStatus, HoldResult, HoldStatus, LeaseGetResult, LeaseListResult};
 use state_core::ops::session::{SessionListResult, SessionRestoreResult, SessionSaveResult};
+use state_core::ops::transfer::{ExportResult, ImportResult};
 use state_core::ops::txn::{TxnResult, TxnStatus};
 use state_core::ops::watch::WatchResult;
 use state_core::ops::workflow::{
@@ -41,6 +42,7 @@ macro_rules! always_ok {
 }
 
 always_ok!(
+    ExportResult,
     ListResult,
     BatchGetResult,
     HistoryResult,
@@ -84,6 +86,13 @@ fn delete(status: DeleteStatus) -> Outcome {
         DeleteStatus::NotFound => Outcome::NotFound,
         DeleteStatus::Conflict => Outcome::Conflict,
         DeleteStatus::Fenced => Outcome::Fenced,
+    }
+}
+
+/// Records that were written still were: the reply says so beside the conflicts.
+impl Classify for ImportResult {
+    fn outcome(&self) -> Outcome {
+        if self.conflicts.is_empty() { Outcome::Ok } else { Outcome::Conflict }
     }
 }
 

@@ -30,6 +30,7 @@ use crate::ops::session::{
     SessionListRequest, SessionListResult, SessionRestoreRequest, SessionRestoreResult, SessionSaveRequest,
     SessionSaveResult,
 };
+use crate::ops::transfer::{ExportRequest, ExportResult, ImportRequest, ImportResult};
 use crate::ops::txn::{TxnRequest, TxnResult};
 use crate::ops::watch::{WatchRequest, WatchResult};
 use crate::ops::workflow::{
@@ -81,6 +82,8 @@ pub enum Operation {
     KnowledgeRecall,
     KnowledgeList,
     KnowledgeDelete,
+    StoreExport,
+    StoreImport,
     AgentCheckpointGetState,
     AgentCheckpointSetState,
     AgentCheckpointForceSetState,
@@ -176,6 +179,8 @@ pub enum ToolGroup {
     Watch,
     Checkpoint,
     Knowledge,
+    /// Moving a whole store's contents out and in (`statectl export` / `import`).
+    Transfer,
 }
 
 impl ToolGroup {
@@ -185,7 +190,7 @@ impl ToolGroup {
     pub const DEFAULT: [ToolGroup; 6] =
         [ToolGroup::Kv, ToolGroup::Lease, ToolGroup::Workflow, ToolGroup::Session, ToolGroup::Admin, ToolGroup::Watch];
 
-    pub const ALL: [ToolGroup; 8] = [
+    pub const ALL: [ToolGroup; 9] = [
         ToolGroup::Kv,
         ToolGroup::Lease,
         ToolGroup::Workflow,
@@ -194,6 +199,7 @@ impl ToolGroup {
         ToolGroup::Watch,
         ToolGroup::Checkpoint,
         ToolGroup::Knowledge,
+        ToolGroup::Transfer,
     ];
 
     pub fn from_name(name: &str) -> Option<ToolGroup> {
@@ -210,6 +216,7 @@ impl ToolGroup {
             ToolGroup::Watch => "watch",
             ToolGroup::Checkpoint => "checkpoint",
             ToolGroup::Knowledge => "knowledge",
+            ToolGroup::Transfer => "transfer",
         }
     }
 }
@@ -355,7 +362,7 @@ macro_rules! structured {
     };
 }
 
-static SPECS: [OperationSpec; 74] = [
+static SPECS: [OperationSpec; 76] = [
     native!(
         StateGet,
         "state_get",
@@ -725,6 +732,26 @@ static SPECS: [OperationSpec; 74] = [
         KnowledgeDeleteRequest,
         KnowledgeDeleteResult,
         "Delete a note, optionally only if expected_version matches."
+    ),
+    native!(
+        StoreExport,
+        "store_export",
+        "Export records",
+        Transfer,
+        ReadOnly,
+        ExportRequest,
+        ExportResult,
+        "Every stored record (keys, leases, runs, sessions, checkpoints, notes) with version, times and writer, a page at a time: a dump for store_import."
+    ),
+    native!(
+        StoreImport,
+        "store_import",
+        "Import records",
+        Transfer,
+        IdempotentWrite,
+        ImportRequest,
+        ImportResult,
+        "Write exported records (up to 1000, one transaction) keeping their versions. Records already there unchanged are skipped; differing ones are reported as conflicts, never overwritten. dry_run decides without writing."
     ),
     text!(
         AgentCheckpointGetState,

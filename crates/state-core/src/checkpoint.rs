@@ -41,7 +41,12 @@ pub struct PreparedCheckpoint {
 }
 
 pub fn prepare(request: CheckpointSaveRequest) -> PreparedCheckpoint {
-    let f = &request;
+    let document = document(&request);
+    PreparedCheckpoint { request, document }
+}
+
+/// What the search index holds for a checkpoint: its title weighs double.
+pub fn document(f: &CheckpointSaveRequest) -> Document {
     let mut body: Vec<&str> = Vec::new();
     body.extend(f.highlights.iter().map(String::as_str));
     body.extend(f.work_context.as_deref());
@@ -56,8 +61,7 @@ pub fn prepare(request: CheckpointSaveRequest) -> PreparedCheckpoint {
     body.extend(f.scope.as_deref());
     let body = body.join("\n");
     let title = [f.description.as_deref(), f.thesis.as_deref()].into_iter().flatten().collect::<Vec<_>>().join("\n");
-    let document = Document::of(&[(&title, 2), (&body, 1)]);
-    PreparedCheckpoint { request, document }
+    Document::of(&[(&title, 2), (&body, 1)])
 }
 
 /// The readable part of an id: the first words of the title, lowercase ASCII, hyphenated.

@@ -73,10 +73,12 @@ pub enum Action {
     CheckpointSave,
     KnowledgeSave,
     KnowledgeDelete,
+    /// A record written by an import, as it was in the store it was exported from.
+    Import,
 }
 
 impl Action {
-    pub const ALL: [Action; 19] = [
+    pub const ALL: [Action; 20] = [
         Action::LeaseGrant,
         Action::LeaseRenew,
         Action::LeaseRelease,
@@ -96,6 +98,7 @@ impl Action {
         Action::CheckpointSave,
         Action::KnowledgeSave,
         Action::KnowledgeDelete,
+        Action::Import,
     ];
 
     /// A stable one-byte code for storage; 0 means "no action".

@@ -53,9 +53,19 @@ pub struct PreparedNote {
 
 pub fn prepare(request: KnowledgeSaveRequest) -> PreparedNote {
     let tokens = state_text::count_tokens(&request.content);
-    let keywords = request.keywords.join(" ");
-    let document = Document::of(&[(&request.content, 1), (&keywords, KEYWORD_WEIGHT), (&request.id, ID_WEIGHT)]);
+    let document = document(&request.id, &request.content, &request.keywords);
     PreparedNote { request, tokens, document }
+}
+
+/// What the search index holds for a note: keywords and the id's words weigh more than the body.
+fn document(id: &str, content: &str, keywords: &[String]) -> Document {
+    Document::of(&[(content, 1), (&keywords.join(" "), KEYWORD_WEIGHT), (id, ID_WEIGHT)])
+}
+
+/// The index document of a stored note's value, if it is one.
+pub(crate) fn stored_document(id: &str, value: &Value) -> Option<Document> {
+    let note: StoredNote = serde_json::from_value(value.clone()).ok()?;
+    Some(document(id, &note.content, &note.keywords))
 }
 
 pub fn plan_save<V: StateView + ?Sized>(

@@ -25,6 +25,7 @@ pub mod session;
 mod testing;
 pub mod text_index;
 pub mod time;
+pub mod transfer;
 pub mod view;
 pub mod workflow;
 

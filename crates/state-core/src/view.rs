@@ -79,8 +79,8 @@ impl MemoryView {
                 }
             }
         }
-        if plan.advances_revision() {
-            self.revision += 1;
+        if let Some(revision) = plan.commit_revision() {
+            self.revision = revision;
         }
     }
 }

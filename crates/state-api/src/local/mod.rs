@@ -221,6 +221,8 @@ async fn dispatch(local: &Local, op: Operation, args: Value, id: Option<String>)
         KnowledgeRecall => reply(engine.knowledge_recall(parse(args)?).await),
         KnowledgeList => reply(engine.knowledge_list(parse(args)?).await),
         KnowledgeDelete => reply(engine.knowledge_delete(parse(args)?).await),
+        StoreExport => reply(engine.export(parse(args)?).await),
+        StoreImport => reply(engine.import(parse(args)?).await),
         other => Err(CallError::Arguments(format!("`{}` is not a native operation", other.id()))),
     }
 }

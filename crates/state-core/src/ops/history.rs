@@ -172,6 +172,8 @@ pub enum HistoryOp {
     ClaimExpired,
     Save,
     Reset,
+    /// Written by an import, as it was in the store it came from.
+    Import,
 }
 
 impl HistoryOp {
@@ -194,6 +196,7 @@ impl HistoryOp {
             Some(Action::SessionSave | Action::CheckpointSave | Action::KnowledgeSave) => HistoryOp::Save,
             Some(Action::KnowledgeDelete) => HistoryOp::Delete,
             Some(Action::StoreReset) => HistoryOp::Reset,
+            Some(Action::Import) => HistoryOp::Import,
             None => match kind {
                 EventKind::Put => HistoryOp::Put,
                 EventKind::Delete => HistoryOp::Delete,

@@ -10,6 +10,7 @@ pub mod knowledge;
 pub mod kv;
 pub mod lease;
 pub mod session;
+pub mod transfer;
 pub mod txn;
 pub mod watch;
 pub mod workflow;
@@ -36,6 +37,7 @@ crate::idempotency::mutating!(
     checkpoint::CheckpointSaveRequest => "checkpoint_save",
     knowledge::KnowledgeSaveRequest => "knowledge_save",
     knowledge::KnowledgeDeleteRequest => "knowledge_delete",
+    transfer::ImportRequest => "store_import",
 );
 
 /// A request that reads a page at a time: `limit` and an opaque `cursor`.

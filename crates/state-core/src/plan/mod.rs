@@ -59,6 +59,12 @@ impl<T> Plan<T> {
         !self.events.is_empty()
     }
 
+    /// The revision it commits as, when it takes one: the next, or (an import keeping fencing
+    /// tokens monotonic) one above every revision its records carried.
+    pub fn commit_revision(&self) -> Option<u64> {
+        self.events.iter().map(|e| e.revision).max()
+    }
+
     pub(crate) fn unchanged(outcome: T) -> Plan<T> {
         Plan { outcome, mutations: Vec::new(), events: Vec::new() }
     }
@@ -141,26 +147,45 @@ impl<'a> Changes<'a> {
             expires_at: ttl_millis.map(|ms| now.plus_millis(ms)),
             agent_id: self.agent_id.map(str::to_owned),
         };
+        self.put_entry(entry.clone(), record);
+        entry
+    }
+
+    /// Writes `entry` as it was elsewhere (an imported record): its version, update time,
+    /// expiry and writer are kept; its revisions become this plan's.
+    pub(crate) fn restore(&mut self, stored: Option<&Entry>, entry: Entry, record: Record) {
+        if let Some(expired) = stored.filter(|e| e.is_expired(self.ctx.now)) {
+            self.record_expiry(expired);
+        }
+        let revision = self.ctx.next_revision();
+        self.put_entry(Entry { create_revision: revision, mod_revision: revision, ..entry }, record);
+    }
+
+    fn put_entry(&mut self, entry: Entry, record: Record) {
         let (action, detail) = match record {
             Record::Value => (None, Some(entry.value.clone())),
             Record::Transition(action, detail) => (Some(action), Some(detail)),
             Record::Silent => {
-                self.mutations.push(Mutation::Put(entry.clone()));
-                return entry;
+                self.mutations.push(Mutation::Put(entry));
+                return;
             }
         };
         self.events.push(Event {
-            revision,
+            revision: self.ctx.next_revision(),
             key: entry.key.clone(),
             kind: EventKind::Put,
             action,
             version: entry.version,
             agent_id: entry.agent_id.clone(),
-            time: now,
+            time: self.ctx.now,
             value: detail,
         });
-        self.mutations.push(Mutation::Put(entry.clone()));
-        entry
+        self.mutations.push(Mutation::Put(entry));
+    }
+
+    /// The mutations planned so far, in order.
+    pub(crate) fn mutations(&self) -> &[Mutation] {
+        &self.mutations
     }
 
     /// Deletes a user key.

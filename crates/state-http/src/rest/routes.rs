@@ -88,6 +88,8 @@ pub(crate) fn routes() -> Vec<Route> {
         route(delete.clone(), "/v1/knowledge/{*id}", KnowledgeDelete, None, PLAIN),
         route(get.clone(), "/v1/knowledge:recall", KnowledgeRecall, None, PLAIN),
         route(get.clone(), "/v1/knowledge", KnowledgeList, None, PLAIN),
+        route(get.clone(), "/v1/store:export", StoreExport, None, PLAIN),
+        route(post.clone(), "/v1/store:import", StoreImport, Args, PLAIN),
         route(get, "/v1/health", StateHealth, None, PLAIN),
         route(post, "/v1/admin:reset", StateReset, Args, PLAIN),
     ]

@@ -5,7 +5,7 @@ use state_e2e::ProtocolEra;
 
 use crate::TestServer;
 
-const NATIVE_TOOLS: [&str; 37] = [
+const NATIVE_TOOLS: [&str; 39] = [
     "state_get",
     "state_set",
     "state_delete",
@@ -43,9 +43,11 @@ const NATIVE_TOOLS: [&str; 37] = [
     "knowledge_recall",
     "knowledge_list",
     "knowledge_delete",
+    "store_export",
+    "store_import",
 ];
 
-const READ_ONLY: [&str; 19] = [
+const READ_ONLY: [&str; 20] = [
     "state_get",
     "state_list",
     "state_batch_get",
@@ -65,15 +67,17 @@ const READ_ONLY: [&str; 19] = [
     "checkpoint_timeline",
     "knowledge_recall",
     "knowledge_list",
+    "store_export",
 ];
 
-const IDEMPOTENT: [&str; 6] = [
+const IDEMPOTENT: [&str; 7] = [
     "state_delete",
     "lease_release",
     "workflow_checkpoint",
     "workflow_complete",
     "workflow_cancel",
     "knowledge_delete",
+    "store_import",
 ];
 
 fn tools(server: &mut TestServer) -> Vec<Value> {

@@ -7,6 +7,7 @@
 mod maintenance;
 mod reads;
 mod text;
+mod transfer;
 mod view;
 mod watch;
 mod writer;
@@ -514,7 +515,7 @@ impl Engine {
                         value: Some(json!({"removed": removed})),
                     })?;
                     let result = ResetResult { status: OkStatus::Ok, removed, revision: ctx.next_revision() };
-                    Ok((result, Applied { advances_revision: true, touched: true }))
+                    Ok((result, Applied { revision: Some(ctx.next_revision()), touched: true }))
                 },
                 self.idempotency(once),
                 reply,
@@ -558,7 +559,7 @@ impl Engine {
                         move |txn: &mut dyn WriteTxn, ctx: &WriteContext| {
                             let before = txn.compacted_revision()?;
                             let after = txn.compact(through.min(ctx.revision), EVENTS_PER_TRANSACTION)?;
-                            Ok((after, Applied { advances_revision: false, touched: after != before }))
+                            Ok((after, Applied { revision: None, touched: after != before }))
                         },
                         self.idempotency(None),
                         reply,

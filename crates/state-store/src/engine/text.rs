@@ -21,7 +21,7 @@ use super::{Engine, ReadCost};
 use crate::error::EngineError;
 
 /// Runs CPU-bound preparation off the async workers.
-async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, EngineError> {
+pub(super) async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, EngineError> {
     tokio::task::spawn_blocking(f).await.map_err(|_| EngineError::Closed)
 }
 

@@ -36,14 +36,15 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(2);
 /// What a command did inside the batch's transaction.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Applied {
-    /// It committed changes as the next revision.
-    pub(super) advances_revision: bool,
+    /// The revision it committed changes as: the next one, or for an import one above every
+    /// revision its records carried.
+    pub(super) revision: Option<u64>,
     /// It changed stored data (possibly without a revision, like compaction).
     pub(super) touched: bool,
 }
 
 impl Applied {
-    const NOTHING: Applied = Applied { advances_revision: false, touched: false };
+    const NOTHING: Applied = Applied { revision: None, touched: false };
 }
 
 /// One queued write. Applied inside the batch transaction (possibly more than once, if the
@@ -139,7 +140,7 @@ where
         {
             plan.mutations.push(record);
         }
-        let applied = Applied { advances_revision: plan.advances_revision(), touched: plan.commits() };
+        let applied = Applied { revision: plan.commit_revision(), touched: plan.commits() };
         apply_plan(txn, &plan)?;
         let Plan { outcome, events, .. } = plan;
         if let Some(feed) = feed {
@@ -188,7 +189,7 @@ where
             return Ok(Applied::NOTHING);
         }
         let (outcome, applied) = (self.run)(txn, ctx)?;
-        if applied.advances_revision
+        if applied.revision.is_some()
             && let Some(feed) = feed
         {
             // A raw command appends its events itself: read them back from the transaction.
@@ -198,7 +199,7 @@ where
                 true
             })?;
         }
-        if applied.advances_revision
+        if applied.revision.is_some()
             && let Some(Mutation::Put(record)) = self.idempotency.record(&outcome, ctx)?
         {
             txn.put(&record)?;
@@ -369,8 +370,8 @@ fn stage_and_commit(
     for command in batch.iter_mut() {
         let ctx = WriteContext { now, revision };
         let applied = command.apply(&mut *txn, &ctx, feed.as_deref_mut())?;
-        if applied.advances_revision {
-            revision += 1;
+        if let Some(committed) = applied.revision {
+            revision = committed;
         }
         touched |= applied.touched;
     }
