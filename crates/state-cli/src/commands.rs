@@ -94,6 +94,11 @@ pub(crate) enum Command {
         #[arg(long)]
         count: Option<u64>,
     },
+    /// Write every record (keys, leases, runs, sessions, checkpoints, notes) as JSON lines
+    Export(crate::transfer::ExportArgs),
+    /// Load a dump, or agentcheckpoint's or mcp-state-sidecar's database, keeping versions;
+    /// a key that differs here is reported (exit 4), never overwritten. Safe to run again
+    Import(crate::transfer::ImportArgs),
     /// Leases with fencing tokens
     #[command(subcommand)]
     Lease(LeaseCommand),
@@ -425,6 +430,7 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
         }
         Command::Txn { file } => (Op::StateTxn, input::json(Some(&as_input(file)), "transaction", false)?),
         Command::Watch { .. } => bail!("watch streams: it is not one call"),
+        Command::Export(_) | Command::Import(_) => bail!("export and import page through the store: not one call"),
         Command::Lease(lease) => match lease {
             LeaseCommand::Acquire { resource, holder, ttl } => (
                 Op::LeaseAcquire,

@@ -5,8 +5,10 @@
 
 mod commands;
 mod exit;
+mod foreign;
 mod input;
 mod output;
+mod transfer;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -81,6 +83,9 @@ const AFTER_HELP: &str = "Examples:
   statectl lease acquire printer --holder me --ttl 30s
   statectl lease release printer --holder me --fencing-token 7
   statectl knowledge recall \"why is the build slow\"
+  statectl export --history -o backup.jsonl
+  statectl import backup.jsonl --dry-run
+  statectl import --from agentcheckpoint ~/.hermes/checkpoints.db
   STATE_TOKEN=... statectl --server http://host:7478 health
 
 Exit codes:
@@ -153,8 +158,12 @@ async fn connect(cli: &Cli) -> Result<Api> {
 async fn run(cli: &Cli, command: &Command) -> Result<u8> {
     // Read input before reaching the store, so a bad value never starts an owner.
     let call = match command {
-        Command::Watch { .. } => None,
+        Command::Watch { .. } | Command::Export(_) | Command::Import(_) => None,
         other => Some(commands::operation(other)?),
+    };
+    let loaded = match command {
+        Command::Import(args) => Some(transfer::load(args)?),
+        _ => None,
     };
     let api = match connect(cli).await {
         Ok(api) => api,
@@ -174,6 +183,11 @@ async fn run(cli: &Cli, command: &Command) -> Result<u8> {
             };
             watch(&api, request, *count, cli.json).await
         }
+        (Command::Export(args), _) => transfer::export(&api, args, cli.json).await?,
+        (Command::Import(args), _) => match loaded {
+            Some(loaded) => transfer::import(&api, args, loaded, cli.json).await?,
+            None => exit::USAGE,
+        },
         (Command::Ls { limit, .. }, Some((op, args))) => {
             let reply = list_all(&api, op, args, *limit).await;
             print(reply, cli.json)

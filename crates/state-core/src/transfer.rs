@@ -59,6 +59,22 @@ pub fn export_page<V: StateView + ?Sized>(
     scan_page(view, "", after, page, pick, |record| &record.key)
 }
 
+/// The records of a session saved once with `context` (its head and version 1), for an import
+/// from a server that keeps only a session's latest context.
+pub fn session_records(session_id: &str, context: Value, updated_at: String) -> Vec<DumpedRecord> {
+    let record = |key: String| DumpedRecord {
+        key,
+        value: context.clone(),
+        version: 1,
+        create_revision: 0,
+        mod_revision: 0,
+        updated_at: updated_at.clone(),
+        expires_at: None,
+        agent_id: None,
+    };
+    vec![record(keyspace::session_key(session_id)), record(keyspace::session_version_key(session_id, 1))]
+}
+
 /// Why a dumped record cannot be imported, if it cannot.
 pub(crate) fn check_record(record: &DumpedRecord) -> Result<(), String> {
     if keyspace::is_system(&record.key) {

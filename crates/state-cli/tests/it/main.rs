@@ -12,6 +12,8 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use state_e2e::{HttpServer, McpClient, ProtocolEra};
 
+mod transfer;
+
 fn statectl() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_statectl"))
 }

@@ -1,0 +1,407 @@
+//! `statectl export` and `statectl import`: a dump is JSON lines, a `dump` header, one
+//! `record` line per stored record, optionally `event` lines (the history), and an `end` line
+//! that lets an import refuse a dump that was cut off. Both walk the store through the
+//! `store_export` and `store_import` operations, a page or a chunk at a time.
+
+use std::io::{BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use state_api::{Api, Outcome, Reply};
+use state_core::catalog::Operation;
+use state_core::ops::transfer::{DEFAULT_IMPORT_CHUNK, DumpedRecord, ImportConflict, ImportResult, MAX_IMPORT_RECORDS};
+
+use crate::{exit, foreign};
+
+/// The `format` a dump's header names; `version` changes only if a reader could misread it.
+const FORMAT: &str = "state-dump";
+const VERSION: u32 = 1;
+const PAGE: usize = 1000;
+
+#[derive(Debug, Args)]
+pub(crate) struct ExportArgs {
+    /// Write the dump here instead of standard output (written to FILE.partial, then renamed)
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Add the store's history (every change still kept) after the records
+    #[arg(long)]
+    history: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ImportArgs {
+    /// A dump made by `statectl export` (- or nothing: standard input), or with --from, the
+    /// other server's SQLite database
+    input: Option<PathBuf>,
+    /// Read another server's database instead of a dump, keeping its versions
+    #[arg(long, value_enum, value_name = "SERVER", requires = "input")]
+    from: Option<Source>,
+    /// Decide every record and print the summary, but write nothing
+    #[arg(long)]
+    dry_run: bool,
+    /// Records per transaction (1 to 1000)
+    #[arg(long, default_value_t = DEFAULT_IMPORT_CHUNK as u64, value_parser = clap::value_parser!(u64).range(1..=MAX_IMPORT_RECORDS as u64))]
+    chunk: u64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum Source {
+    /// agentcheckpoint's checkpoints.db (CHECKPOINT_DB_PATH, default ~/.hermes/checkpoints.db)
+    Agentcheckpoint,
+    /// mcp-state-sidecar's SQLite database (DB_PATH, default state_sidecar.db)
+    Sidecar,
+}
+
+/// One line of a dump.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Line {
+    Dump(Header),
+    Record(DumpedRecord),
+    /// A history event as `history_log` shows it. Kept for the record; an import does not
+    /// replay it, since a store's history is the story of its own revisions.
+    Event(Value),
+    End(Trailer),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Header {
+    format: String,
+    version: u32,
+    exported_at: String,
+    /// The store revision when the export began.
+    revision: u64,
+    history: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Trailer {
+    records: u64,
+    events: u64,
+    /// The store revision when the export ended.
+    revision: u64,
+}
+
+fn progress(total: Option<u64>, what: &'static str) -> ProgressBar {
+    // indicatif draws nothing when stderr is not a terminal, so scripts get only the summary.
+    match total {
+        Some(total) => {
+            let style = ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} ({per_sec}, {eta} left)")
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
+            ProgressBar::new(total).with_style(style).with_message(what)
+        }
+        None => {
+            let style = ProgressStyle::with_template("{spinner} {pos} {msg} ({per_sec})")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner());
+            ProgressBar::new_spinner().with_style(style).with_message(what)
+        }
+    }
+}
+
+/// A call's result, or the exit code of its failure after saying why.
+fn body(reply: Reply) -> Result<Value, u8> {
+    match reply.body {
+        Ok(body) => Ok(body),
+        Err(error) => {
+            eprintln!("statectl: {}", error.message);
+            Err(exit::of(reply.outcome))
+        }
+    }
+}
+
+fn write_line(out: &mut dyn Write, line: &Line) -> Result<()> {
+    serde_json::to_writer(&mut *out, line)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+pub(crate) async fn export(api: &Api, args: &ExportArgs, json: bool) -> Result<u8> {
+    let partial = args.output.as_ref().map(|path| path.with_extension(partial_extension(path)));
+    let mut out: Box<dyn Write> = match &partial {
+        Some(path) => Box::new(BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => Box::new(BufWriter::new(std::io::stdout().lock())),
+    };
+    let bar = progress(None, "records");
+    let mut cursor: Option<String> = None;
+    let (mut records, mut events, mut first_revision) = (0u64, 0u64, None);
+    let mut revision: u64;
+    loop {
+        let mut args_json = json!({ "limit": PAGE });
+        if let Some(cursor) = &cursor {
+            args_json["cursor"] = json!(cursor);
+        }
+        let page = match body(api.call(Operation::StoreExport, args_json).await) {
+            Ok(page) => page,
+            Err(code) => return Ok(code),
+        };
+        revision = page["revision"].as_u64().unwrap_or(0);
+        if first_revision.is_none() {
+            first_revision = Some(revision);
+            let header = Header {
+                format: FORMAT.into(),
+                version: VERSION,
+                exported_at: now_rfc3339(),
+                revision,
+                history: args.history,
+            };
+            write_line(&mut *out, &Line::Dump(header))?;
+        }
+        for record in page["records"].as_array().into_iter().flatten() {
+            let record: DumpedRecord =
+                serde_json::from_value(record.clone()).context("the store sent a record this statectl cannot read")?;
+            write_line(&mut *out, &Line::Record(record))?;
+            records += 1;
+            bar.inc(1);
+        }
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    if args.history {
+        bar.set_message("records, history");
+        let mut since = 0u64;
+        loop {
+            let request = json!({ "since_revision": since, "n": PAGE, "include_values": true });
+            let page = match body(api.call(Operation::HistoryLog, request).await) {
+                Ok(page) => page,
+                Err(code) => return Ok(code),
+            };
+            for event in page["events"].as_array().into_iter().flatten() {
+                since = since.max(event["revision"].as_u64().unwrap_or(since));
+                write_line(&mut *out, &Line::Event(event.clone()))?;
+                events += 1;
+            }
+            revision = revision.max(page["revision"].as_u64().unwrap_or(0));
+            if page["more"] != json!(true) {
+                break;
+            }
+        }
+    }
+    write_line(&mut *out, &Line::End(Trailer { records, events, revision }))?;
+    out.flush().context("cannot write the dump")?;
+    drop(out);
+    bar.finish_and_clear();
+    if let (Some(partial), Some(output)) = (&partial, &args.output) {
+        std::fs::rename(partial, output)
+            .with_context(|| format!("cannot rename {} to {}", partial.display(), output.display()))?;
+    }
+    let first = first_revision.unwrap_or(revision);
+    let place = args.output.as_ref().map_or("standard output".to_owned(), |p| p.display().to_string());
+    let history = if args.history { format!(" and {events} history events") } else { String::new() };
+    eprintln!("exported {records} records{history} at revision {revision} to {place}");
+    if first != revision {
+        eprintln!(
+            "note: the store changed while it was exported (revision {first} to {revision}); each record is as it was when its page was read"
+        );
+    }
+    if json && args.output.is_some() {
+        println!("{}", json!({ "records": records, "events": events, "revision": revision }));
+    }
+    Ok(exit::OK)
+}
+
+fn partial_extension(path: &Path) -> String {
+    match path.extension() {
+        Some(ext) => format!("{}.partial", ext.to_string_lossy()),
+        None => "partial".to_owned(),
+    }
+}
+
+fn now_rfc3339() -> String {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    state_core::UnixMillis(millis).to_rfc3339()
+}
+
+/// What a dump holds, read whole before anything is written so a cut-off dump changes nothing.
+struct Dump {
+    records: Vec<DumpedRecord>,
+    events: u64,
+}
+
+fn read_dump(input: Option<&Path>) -> Result<Dump> {
+    let (reader, name): (Box<dyn BufRead>, String) = match input {
+        None => (Box::new(std::io::stdin().lock()), "standard input".into()),
+        Some(path) if path.as_os_str() == "-" => (Box::new(std::io::stdin().lock()), "standard input".into()),
+        Some(path) => (
+            Box::new(std::io::BufReader::new(
+                std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
+            )),
+            path.display().to_string(),
+        ),
+    };
+    let mut dump = Dump { records: Vec::new(), events: 0 };
+    let mut header = false;
+    let mut trailer: Option<Trailer> = None;
+    for (number, line) in reader.lines().enumerate() {
+        let number = number + 1;
+        let line = line.with_context(|| format!("cannot read {name}"))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        if trailer.is_some() {
+            bail!("{name} line {number}: text after the dump's end line");
+        }
+        let parsed: Line =
+            serde_json::from_str(&line).with_context(|| format!("{name} line {number} is not a dump line"))?;
+        match parsed {
+            Line::Dump(h) if !header => {
+                if h.format != FORMAT || h.version > VERSION {
+                    bail!(
+                        "{name} is a `{}` version {} dump; this statectl reads `{FORMAT}` up to version {VERSION}",
+                        h.format,
+                        h.version
+                    );
+                }
+                header = true;
+            }
+            _ if !header => bail!("{name} does not start with a dump header: make it with `statectl export`"),
+            Line::Dump(_) => bail!("{name} line {number}: a second dump header"),
+            Line::Record(record) => dump.records.push(record),
+            Line::Event(_) => dump.events += 1,
+            Line::End(end) => trailer = Some(end),
+        }
+    }
+    let Some(end) = trailer else {
+        bail!("{name} ends without the dump's end line: it was cut off (export it again); nothing was imported");
+    };
+    if end.records != dump.records.len() as u64 || end.events != dump.events {
+        bail!(
+            "{name} says it holds {} records and {} events but holds {} and {}: it is damaged; nothing was imported",
+            end.records,
+            end.events,
+            dump.records.len(),
+            dump.events
+        );
+    }
+    Ok(dump)
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Summary {
+    imported: u64,
+    unchanged: u64,
+    expired: u64,
+    conflicts: Vec<ImportConflict>,
+    dry_run: bool,
+    /// History events in the dump, which an import does not replay.
+    history_events_not_replayed: u64,
+    /// What another server's database held that is not brought over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_imported: Option<NotImported>,
+}
+
+#[derive(Debug, Serialize)]
+struct NotImported {
+    workflows: u64,
+    leases: u64,
+}
+
+/// Everything an import writes, read before the store is reached.
+pub(crate) struct Loaded {
+    records: Vec<DumpedRecord>,
+    events: u64,
+    left: Option<foreign::Left>,
+}
+
+/// Reads the records (and the whole input) first, so bad input never starts an owner.
+pub(crate) fn load(args: &ImportArgs) -> Result<Loaded> {
+    match (args.from, &args.input) {
+        (Some(Source::Agentcheckpoint), Some(path)) => {
+            Ok(Loaded { records: foreign::agentcheckpoint(path)?, events: 0, left: None })
+        }
+        (Some(Source::Sidecar), Some(path)) => {
+            let (records, left) = foreign::sidecar(path)?;
+            Ok(Loaded { records, events: 0, left: Some(left) })
+        }
+        (_, input) => {
+            let dump = read_dump(input.as_deref())?;
+            Ok(Loaded { records: dump.records, events: dump.events, left: None })
+        }
+    }
+}
+
+pub(crate) async fn import(api: &Api, args: &ImportArgs, loaded: Loaded, json: bool) -> Result<u8> {
+    let Loaded { records, events, left } = loaded;
+    let not_imported = left.map(|left| NotImported { workflows: left.workflows, leases: left.leases });
+    let mut summary =
+        Summary { dry_run: args.dry_run, history_events_not_replayed: events, not_imported, ..Summary::default() };
+    let bar = progress(Some(records.len() as u64), "records");
+    let mut done = 0usize;
+    for chunk in records.chunks(usize::try_from(args.chunk).unwrap_or(DEFAULT_IMPORT_CHUNK)) {
+        let request = json!({ "records": chunk, "dry_run": args.dry_run });
+        let reply = api.call(Operation::StoreImport, request).await;
+        let outcome = reply.outcome;
+        let result = match body(reply) {
+            Ok(body) if matches!(outcome, Outcome::Ok | Outcome::Conflict) => body,
+            Ok(_) => return Ok(exit::of(outcome)),
+            Err(code) => {
+                bar.abandon();
+                eprintln!(
+                    "statectl: stopped after {done} of {} records; importing again continues where this stopped",
+                    records.len()
+                );
+                return Ok(code);
+            }
+        };
+        let result: ImportResult =
+            serde_json::from_value(result).context("the store sent an import result this statectl cannot read")?;
+        summary.imported += result.imported;
+        summary.unchanged += result.unchanged;
+        summary.expired += result.expired;
+        summary.conflicts.extend(result.conflicts);
+        done += chunk.len();
+        bar.inc(chunk.len() as u64);
+    }
+    bar.finish_and_clear();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
+    } else {
+        print_summary(&summary);
+    }
+    Ok(if summary.conflicts.is_empty() { exit::OK } else { exit::CONFLICT })
+}
+
+fn print_summary(summary: &Summary) {
+    let would = if summary.dry_run { "would import" } else { "imported" };
+    println!("{would:<10} {}", summary.imported);
+    println!("{:<10} {}", "unchanged", summary.unchanged);
+    println!("{:<10} {}", "expired", summary.expired);
+    println!("{:<10} {}", "conflicts", summary.conflicts.len());
+    for conflict in &summary.conflicts {
+        println!(
+            "  {}: version {} here, {} in the import (left as it is)",
+            printable(&conflict.key),
+            conflict.current_version,
+            conflict.incoming_version
+        );
+    }
+    if summary.history_events_not_replayed > 0 {
+        println!(
+            "history: {} events in the dump were not replayed; this store records the import itself",
+            summary.history_events_not_replayed
+        );
+    }
+    if let Some(left) = summary.not_imported.as_ref().filter(|l| l.workflows + l.leases > 0) {
+        println!(
+            "not imported: {} workflows and {} live leases (statectl does not translate them yet: recreate them here)",
+            left.workflows, left.leases
+        );
+    }
+    if summary.dry_run {
+        println!("dry run: nothing was written");
+    }
+}
+
+/// A stored key as a person reads it: the store's own records start with a control character.
+fn printable(key: &str) -> String {
+    key.chars().map(|c| if c.is_control() { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() }).collect()
+}
