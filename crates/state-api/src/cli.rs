@@ -195,6 +195,8 @@ pub enum GroupArg {
     Checkpoint,
     /// Knowledge notes: save, recall within a token budget, list, delete.
     Knowledge,
+    /// Export and import of every record (what statectl export/import use).
+    Transfer,
     /// Every group.
     All,
 }

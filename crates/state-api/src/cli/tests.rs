@@ -38,3 +38,11 @@ fn every_group_choice_names_a_catalog_group() {
         assert_eq!(arg.groups().len(), expected, "{arg:?}");
     }
 }
+
+#[test]
+fn every_tool_group_can_be_named_on_the_command_line() {
+    for group in ToolGroup::ALL {
+        let parsed = <GroupArg as clap::ValueEnum>::from_str(group.name(), false);
+        assert_eq!(parsed.map(GroupArg::groups), Ok(vec![group]), "--tools {}", group.name());
+    }
+}
