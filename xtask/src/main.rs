@@ -111,12 +111,25 @@ fn install_conformance_suite() -> Result<bool> {
 
 fn bench(extra: &[String]) -> Result<()> {
     let mut build = cargo();
-    build.args(["build", "--release", "--locked", "-p", "state-mcp", "-p", "state-http", "-p", "state-e2e"]);
+    build.args([
+        "build",
+        "--release",
+        "--locked",
+        "-p",
+        "state-mcp",
+        "-p",
+        "state-http",
+        "-p",
+        "state-cli",
+        "-p",
+        "state-e2e",
+    ]);
     run(build)?;
     let release = root().join("target").join("release");
     let mut bench = Command::new(release.join("state-bench"));
     bench.arg("--server").arg(release.join("state-mcp"));
     bench.arg("--http-server").arg(release.join("state-http"));
+    bench.arg("--statectl").arg(release.join("statectl"));
     bench.args(extra.iter().filter(|a| *a != "--"));
     run(bench)
 }

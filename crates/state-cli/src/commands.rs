@@ -99,6 +99,9 @@ pub(crate) enum Command {
     /// Load a dump, or agentcheckpoint's or mcp-state-sidecar's database, keeping versions;
     /// a key that differs here is reported (exit 4), never overwritten. Safe to run again
     Import(crate::transfer::ImportArgs),
+    /// Browse the store interactively: keys by prefix, entries, history diffs, workflows,
+    /// leases and checkpoints, updated live (q quits, ? helps)
+    Tui,
     /// Leases with fencing tokens
     #[command(subcommand)]
     Lease(LeaseCommand),
@@ -431,6 +434,7 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
         Command::Txn { file } => (Op::StateTxn, input::json(Some(&as_input(file)), "transaction", false)?),
         Command::Watch { .. } => bail!("watch streams: it is not one call"),
         Command::Export(_) | Command::Import(_) => bail!("export and import page through the store: not one call"),
+        Command::Tui => bail!("the inspector is interactive: not one call"),
         Command::Lease(lease) => match lease {
             LeaseCommand::Acquire { resource, holder, ttl } => (
                 Op::LeaseAcquire,

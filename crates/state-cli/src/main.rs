@@ -9,6 +9,7 @@ mod foreign;
 mod input;
 mod output;
 mod transfer;
+mod tui;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -21,7 +22,7 @@ use state_api::cli::{OwnerArgs, StoreArgs};
 use state_api::{Api, HttpConfig, Local, Options, Reply, owner};
 use state_core::catalog::Operation;
 use state_core::ops::watch::WatchRequest;
-use tracing_subscriber::fmt::writer::MakeWriterExt;
+use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriterExt};
 
 use crate::commands::Command;
 
@@ -114,8 +115,14 @@ fn main() -> ExitCode {
         }
         TopCommand::Store(ref command) => command,
     };
+    // The inspector owns the terminal: a log line would tear its screen.
+    let writer = if matches!(command, Command::Tui) {
+        BoxMakeWriter::new(std::io::sink)
+    } else {
+        BoxMakeWriter::new(std::io::stderr)
+    };
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_ansi(false)
         .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| "warn".into()))
         .init();
@@ -158,7 +165,7 @@ async fn connect(cli: &Cli) -> Result<Api> {
 async fn run(cli: &Cli, command: &Command) -> Result<u8> {
     // Read input before reaching the store, so a bad value never starts an owner.
     let call = match command {
-        Command::Watch { .. } | Command::Export(_) | Command::Import(_) => None,
+        Command::Watch { .. } | Command::Export(_) | Command::Import(_) | Command::Tui => None,
         other => Some(commands::operation(other)?),
     };
     let loaded = match command {
@@ -172,6 +179,13 @@ async fn run(cli: &Cli, command: &Command) -> Result<u8> {
             return Ok(exit::UNAVAILABLE);
         }
     };
+    if let Command::Tui = command {
+        let target = match &cli.server {
+            Some(url) => url.clone(),
+            None => cli.store.database.database().map(|db| db.display().to_string()).unwrap_or_default(),
+        };
+        return tui::run(api, target).await;
+    }
     let code = match (command, call) {
         (Command::Watch { prefix, key, kind, from, count }, _) => {
             let request = WatchRequest {

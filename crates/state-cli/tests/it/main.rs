@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use state_e2e::{HttpServer, McpClient, ProtocolEra};
 
 mod transfer;
+mod tui;
 
 fn statectl() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_statectl"))

@@ -6,6 +6,7 @@
 
 mod http;
 mod knowledge;
+mod tui;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -42,7 +43,13 @@ struct Args {
     /// Corpus sizes for the knowledge section
     #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
     notes: Vec<usize>,
-    /// Only run sections whose name contains this (engine, knowledge, mcp, http)
+    /// The statectl binary, for the inspector section (skipped without it)
+    #[arg(long)]
+    statectl: Option<PathBuf>,
+    /// Keys in the store the inspector opens
+    #[arg(long, default_value_t = 100_000)]
+    tui_keys: usize,
+    /// Only run sections whose name contains this (engine, knowledge, mcp, http, tui)
     #[arg(long)]
     only: Option<String>,
 }
@@ -79,6 +86,12 @@ fn main() -> Result<()> {
         match &args.http_server {
             Some(server) => runtime.block_on(http::run(server, duration))?,
             None => println!("(HTTP sections skipped: pass --http-server PATH)\n"),
+        }
+    }
+    if wants("tui") {
+        match &args.statectl {
+            Some(statectl) => tui::inspector(statectl, args.tui_keys, &runtime)?,
+            None => println!("(inspector section skipped: pass --statectl PATH)\n"),
         }
     }
     Ok(())

@@ -1,0 +1,255 @@
+//! `statectl tui`: the inspector. `app` holds the state and the key handling, `render` draws
+//! it, `keys` is the browser's data, `diff` compares versions; this file drives them: the
+//! terminal, key presses, the pages of key names loaded in the background, the watch that
+//! keeps them current, and the loads each screen asks for, all through the seam.
+
+mod app;
+mod diff;
+mod keys;
+mod render;
+mod terminal;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use ratatui::crossterm::event::{self, Event, KeyEventKind};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use state_api::Api;
+use state_core::UnixMillis;
+use state_core::catalog::Operation;
+use state_core::ops::history::{HistoryOp, HistoryResult};
+use state_core::ops::kv::{GetResult, ListResult};
+use state_core::ops::lease::LeaseListResult;
+use state_core::ops::watch::WatchRequest;
+use state_core::ops::workflow::{ListRunsResult, ResumeResult};
+use state_core::time::parse_rfc3339;
+use tokio::sync::mpsc;
+
+pub(crate) use self::app::App;
+use self::app::{Load, Loaded};
+use self::keys::{Change, KeyRow};
+use crate::exit;
+
+/// Key names per listing page: the largest the store serves.
+const PAGE: usize = 1000;
+/// How often countdowns redraw and the workflow and lease views reload.
+const TICK: Duration = Duration::from_secs(1);
+/// Inputs handled between two frames at most, so a flood of changes still lets keys through.
+const DRAIN: usize = 256;
+
+enum Input {
+    Key(event::KeyEvent),
+    Redraw,
+    Loaded(Loaded),
+}
+
+pub(crate) fn now() -> UnixMillis {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    UnixMillis(millis)
+}
+
+pub(crate) async fn run(api: Api, target: String) -> Result<u8> {
+    let api = Arc::new(api);
+    let code = inspect(&api, target).await;
+    api.close().await;
+    code
+}
+
+async fn inspect(api: &Arc<Api>, target: String) -> Result<u8> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    // Watch first, then list: a change made while the pages load is not missed, and one the
+    // pages already show is recognised by its revision.
+    let watch_request =
+        WatchRequest { prefix: Some(String::new()), include_values: Some(false), ..WatchRequest::default() };
+    let watcher = api.watch(None, watch_request).await;
+    let mut terminal = terminal::Terminal::enter()?;
+    spawn_input(tx.clone());
+    tokio::spawn(load_keys(Arc::clone(api), tx.clone()));
+    match watcher {
+        Ok(watcher) => {
+            tokio::spawn(follow(watcher, tx.clone()));
+        }
+        Err(error) => {
+            let _ = tx.send(Input::Loaded(Loaded::Failed(format!("live updates are off: {}", error.message))));
+        }
+    }
+    let mut app = App::new(target);
+    let mut tick = tokio::time::interval(TICK);
+    let mut ticks = 0u64;
+    let terminate = terminate_signal();
+    tokio::pin!(terminate);
+    while !app.quit {
+        terminal.draw(&mut app, now())?;
+        let mut loads = tokio::select! {
+            input = rx.recv() => match input {
+                Some(input) => handle(&mut app, input),
+                None => break,
+            },
+            _ = tick.tick() => {
+                ticks += 1;
+                // Reload what only time changes (leases, claims) every other second.
+                app.refresh().filter(|_| ticks.is_multiple_of(2)).into_iter().collect()
+            }
+            _ = &mut terminate => break,
+        };
+        // Take whatever else has arrived before drawing again: a burst of changes or key
+        // repeats costs one frame, not one each.
+        for _ in 0..DRAIN {
+            match rx.try_recv() {
+                Ok(input) => loads.extend(handle(&mut app, input)),
+                Err(_) => break,
+            }
+        }
+        for load in loads {
+            let api = Arc::clone(api);
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let _ = tx.send(Input::Loaded(perform(&api, load).await));
+            });
+        }
+    }
+    drop(terminal);
+    Ok(exit::OK)
+}
+
+fn handle(app: &mut App, input: Input) -> Vec<Load> {
+    match input {
+        Input::Key(key) if key.kind != KeyEventKind::Release => app.key(key),
+        Input::Loaded(loaded) => app.loaded(loaded),
+        _ => Vec::new(),
+    }
+}
+
+/// Key presses, read on their own thread (crossterm's read blocks). The thread ends with the
+/// process; it holds nothing that needs closing.
+fn spawn_input(tx: mpsc::UnboundedSender<Input>) {
+    std::thread::spawn(move || {
+        loop {
+            let input = match event::read() {
+                Ok(Event::Key(key)) => Input::Key(key),
+                Ok(Event::Resize(..)) => Input::Redraw,
+                Ok(_) => continue,
+                Err(_) => return,
+            };
+            if tx.send(input).is_err() {
+                return;
+            }
+        }
+    });
+}
+
+async fn terminate_signal() {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut signal) => {
+            signal.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
+}
+
+fn row_of(entry: &state_core::ops::kv::ListedEntry) -> KeyRow {
+    KeyRow {
+        key: entry.key.clone(),
+        version: entry.version,
+        mod_revision: entry.mod_revision,
+        expires_at: entry.expires_at.as_deref().and_then(parse_rfc3339),
+    }
+}
+
+/// Every key name, a page at a time, so the browser is usable after the first page.
+async fn load_keys(api: Arc<Api>, tx: mpsc::UnboundedSender<Input>) {
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = json!({ "prefix": "", "limit": PAGE });
+        if let Some(cursor) = &cursor {
+            args["cursor"] = json!(cursor);
+        }
+        let page: ListResult = match call(&api, Operation::StateList, args).await {
+            Ok(page) => page,
+            Err(message) => {
+                let _ = tx.send(Input::Loaded(Loaded::Failed(message)));
+                let _ = tx.send(Input::Loaded(Loaded::KeysPage { rows: Vec::new(), done: true }));
+                return;
+            }
+        };
+        let done = page.next_cursor.is_none();
+        let rows = page.entries.iter().map(row_of).collect();
+        if tx.send(Input::Loaded(Loaded::KeysPage { rows, done })).is_err() || done {
+            return;
+        }
+        cursor = page.next_cursor;
+    }
+}
+
+async fn follow(mut watcher: state_api::Watcher, tx: mpsc::UnboundedSender<Input>) {
+    while let Some(batch) = watcher.next().await {
+        let batch = match batch {
+            Ok(batch) => batch,
+            Err(error) => {
+                let _ = tx.send(Input::Loaded(Loaded::Failed(format!("live updates stopped: {}", error.message))));
+                return;
+            }
+        };
+        let changes = batch
+            .events
+            .into_iter()
+            .map(|event| Change {
+                row: (event.op == HistoryOp::Put).then(|| KeyRow {
+                    key: event.key.clone(),
+                    version: event.version,
+                    mod_revision: event.revision,
+                    expires_at: None,
+                }),
+                key: event.key,
+                revision: event.revision,
+            })
+            .collect();
+        if tx.send(Input::Loaded(Loaded::Changed(changes))).is_err() {
+            return;
+        }
+    }
+}
+
+async fn call<T: DeserializeOwned>(api: &Api, op: Operation, args: Value) -> Result<T, String> {
+    let reply = api.call(op, args).await;
+    match reply.body {
+        Ok(body) => serde_json::from_value(body).map_err(|e| format!("{}: unexpected answer: {e}", op.name())),
+        Err(error) => Err(error.message),
+    }
+}
+
+async fn perform(api: &Api, load: Load) -> Loaded {
+    let outcome = match load {
+        Load::Entry(key) => {
+            call::<GetResult>(api, Operation::StateGet, json!({ "key": key })).await.map(|e| Loaded::Entry(Box::new(e)))
+        }
+        Load::History(key) => {
+            let args = json!({ "key": key, "n": 1000, "include_values": true });
+            call::<HistoryResult>(api, Operation::HistoryLog, args)
+                .await
+                .map(|h| Loaded::History { key, events: h.events })
+        }
+        Load::Workflows => call::<ListRunsResult>(api, Operation::WorkflowList, json!({ "limit": 1000 }))
+            .await
+            .map(|r| Loaded::Workflows(r.runs)),
+        Load::Run(run_id) => call::<ResumeResult>(api, Operation::WorkflowResume, json!({ "run_id": run_id }))
+            .await
+            .map(|r| Loaded::Run(Box::new(r))),
+        Load::Leases => call::<LeaseListResult>(api, Operation::LeaseList, json!({ "limit": 1000 }))
+            .await
+            .map(|l| Loaded::Leases(l.leases)),
+        Load::Checkpoints => {
+            let args = json!({ "range": "30d", "format": "detailed" });
+            call::<Value>(api, Operation::CheckpointTimeline, args)
+                .await
+                .map(|t| Loaded::Checkpoints(t["formatted"].as_str().unwrap_or_default().to_owned()))
+        }
+    };
+    outcome.unwrap_or_else(Loaded::Failed)
+}

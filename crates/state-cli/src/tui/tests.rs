@@ -1,0 +1,216 @@
+//! Each screen drawn on ratatui's TestBackend from data read out of a real store (a
+//! standalone database in a temporary directory), at a fixed instant, and checked by the text
+//! a person would see.
+
+#![allow(clippy::unwrap_used)]
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::json;
+use state_api::{Api, Local};
+use state_core::UnixMillis;
+use state_core::catalog::Operation;
+
+use super::app::{App, Load, Loaded, View};
+use super::keys::Change;
+use super::{perform, render};
+
+struct Fixture {
+    api: Api,
+    app: App,
+    _dir: tempfile::TempDir,
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let api = Api::local(Local::open_standalone(&dir.path().join("s.redb"), Default::default()).unwrap());
+    let call = |op, args| api.call(op, args);
+    call(Operation::StateSet, json!({"key": "jobs/1", "value": {"step": 1}, "agent_id": "planner"})).await;
+    call(Operation::StateSet, json!({"key": "jobs/1", "value": {"step": 2, "done": true}, "agent_id": "worker"})).await;
+    call(Operation::StateSet, json!({"key": "jobs/2", "value": "queued"})).await;
+    call(Operation::StateSet, json!({"key": "cache:weather", "value": 21, "ttl_seconds": 3600})).await;
+    call(Operation::StateSet, json!({"key": "readme", "value": "top level"})).await;
+    call(Operation::LeaseAcquire, json!({"resource_id": "printer", "holder_id": "agent-7", "ttl_seconds": 600})).await;
+    let run = call(Operation::WorkflowCreate, json!({"name": "nightly-report"})).await.body.unwrap();
+    let claim =
+        call(Operation::WorkflowClaim, json!({"run_id": run["run_id"], "agent_id": "w1", "lease_ttl_seconds": 300}))
+            .await
+            .body
+            .unwrap();
+    let step =
+        json!({"run_id": run["run_id"], "agent_id": "w1", "token": claim["token"], "step": 1, "output": {"rows": 42}});
+    call(Operation::WorkflowCheckpoint, step).await;
+    let saved =
+        json!({"description": "Wired the inspector", "highlights": ["virtualised list"], "workspace": "/src/state"});
+    call(Operation::CheckpointSave, saved).await;
+    let mut app = App::new("test.redb".into());
+    let mut fixture = Fixture { api, app: App::new(String::new()), _dir: dir };
+    load_all(&fixture.api, &mut app).await;
+    fixture.app = app;
+    fixture
+}
+
+/// Loads every key page and answers every load the app asks for, as the driver would.
+async fn load_all(api: &Api, app: &mut App) {
+    let page = api.call(Operation::StateList, json!({"limit": 1000})).await.body.unwrap();
+    let list: state_core::ops::kv::ListResult = serde_json::from_value(page).unwrap();
+    let rows = list.entries.iter().map(super::row_of).collect();
+    app.loaded(Loaded::KeysPage { rows, done: true });
+}
+
+async fn press(f: &mut Fixture, code: KeyCode) {
+    let mut loads = f.app.key(KeyEvent::new(code, KeyModifiers::NONE));
+    while let Some(load) = loads.pop() {
+        let loaded = perform(&f.api, load).await;
+        loads.extend(f.app.loaded(loaded));
+    }
+}
+
+async fn typed(f: &mut Fixture, text: &str) {
+    for c in text.chars() {
+        press(f, KeyCode::Char(c)).await;
+    }
+}
+
+/// Some seconds after the fixture was written: TTLs and leases count down from there. Tests
+/// pick instants mid-minute, so the few milliseconds the fixture took never change a figure checked.
+fn at(seconds_from_now: u64) -> UnixMillis {
+    super::now().plus_millis(seconds_from_now * 1000)
+}
+
+fn screen(app: &mut App, now: UnixMillis) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(110, 24)).unwrap();
+    terminal.draw(|frame| render::draw(frame, app, now)).unwrap();
+    let buffer = terminal.backend().buffer();
+    let mut text = String::new();
+    for y in 0..buffer.area.height {
+        for x in 0..buffer.area.width {
+            text.push_str(buffer[(x, y)].symbol());
+        }
+        text.push('\n');
+    }
+    text
+}
+
+fn assert_shows(screen: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(screen.contains(part), "the screen lacks {part:?}:\n{screen}");
+    }
+}
+
+#[tokio::test]
+async fn the_key_browser_groups_by_prefix_and_filters_as_you_type() {
+    let mut f = fixture().await;
+    let shown = screen(&mut f.app, at(0));
+    assert_shows(&shown, &["1 Keys", "(all keys)", "cache:", "jobs/", "(no prefix)", "Keys 4 ", "jobs/1", "readme"]);
+    assert_shows(&shown, &["Enter open", "? help"]);
+    assert_shows(&screen(&mut f.app, at(90)), &["58m "]);
+
+    press(&mut f, KeyCode::Char('/')).await;
+    typed(&mut f, "JOBS").await;
+    let shown = screen(&mut f.app, at(0));
+    assert_shows(&shown, &["Keys 0 of 4  /JOBS▏", "no key matches"]);
+    for _ in 0..4 {
+        press(&mut f, KeyCode::Backspace).await;
+    }
+    typed(&mut f, "jobs").await;
+    press(&mut f, KeyCode::Enter).await;
+    let shown = screen(&mut f.app, at(0));
+    assert_shows(&shown, &["Keys 2 of 4  /jobs ", "jobs/1", "jobs/2"]);
+    assert!(!shown.contains("readme"), "{shown}");
+
+    // A group narrows the list the same way.
+    press(&mut f, KeyCode::Esc).await;
+    press(&mut f, KeyCode::Tab).await;
+    press(&mut f, KeyCode::Down).await;
+    let shown = screen(&mut f.app, at(0));
+    assert_shows(&shown, &["Prefixes (Tab)", "Keys 1 of 4", "cache:weather"]);
+}
+
+#[tokio::test]
+async fn an_entry_shows_its_value_version_writer_and_ttl_and_its_history_diffs() {
+    let mut f = fixture().await;
+    press(&mut f, KeyCode::Down).await; // cache:weather, then jobs/1
+    press(&mut f, KeyCode::Enter).await;
+    assert_eq!(f.app.view, View::Entry);
+    let shown = screen(&mut f.app, at(0));
+    assert_shows(&shown, &["key       jobs/1", "version   2", "writer    worker", "ttl       none", "\"done\": true"]);
+
+    press(&mut f, KeyCode::Char('h')).await;
+    let shown = screen(&mut f.app, at(0));
+    assert_shows(
+        &shown,
+        &[
+            "History of jobs/1",
+            "put",
+            "v1",
+            "v2",
+            " v1 → v2 ",
+            "-   \"step\": 1",
+            "+   \"step\": 2,",
+            "+   \"done\": true",
+        ],
+    );
+
+    // Marking v2 and moving to v1 compares them the other way round.
+    press(&mut f, KeyCode::Char('m')).await;
+    press(&mut f, KeyCode::Up).await;
+    let shown = screen(&mut f.app, at(0));
+    assert_shows(&shown, &[" v2 → v1 ", "◆"]);
+
+    // A TTL key counts down.
+    press(&mut f, KeyCode::Esc).await;
+    press(&mut f, KeyCode::Home).await;
+    press(&mut f, KeyCode::Enter).await;
+    let shown = screen(&mut f.app, at(630));
+    assert_shows(&shown, &["key       cache:weather", "ttl       49m "]);
+}
+
+#[tokio::test]
+async fn workflows_leases_and_checkpoints_have_their_views() {
+    let mut f = fixture().await;
+    press(&mut f, KeyCode::Char('2')).await;
+    let shown = screen(&mut f.app, at(90));
+    assert_shows(
+        &shown,
+        &["Workflows 1", "nightly-report", "running", "w1", "1/3", "3m ", "Steps of", "step 1", "{\"rows\":42}"],
+    );
+
+    press(&mut f, KeyCode::Char('3')).await;
+    let shown = screen(&mut f.app, at(90));
+    assert_shows(&shown, &["Leases 1", "printer", "agent-7", "8m "]);
+
+    press(&mut f, KeyCode::Char('4')).await;
+    let shown = screen(&mut f.app, at(0));
+    assert_shows(&shown, &["Checkpoints: last 30 days", "Wired the inspector"]);
+
+    press(&mut f, KeyCode::Char('?')).await;
+    let shown = screen(&mut f.app, at(0));
+    assert_shows(&shown, &["Help (any key closes)", "m mark it as the diff's base"]);
+    press(&mut f, KeyCode::Char('x')).await;
+    assert!(!f.app.help);
+    press(&mut f, KeyCode::Char('q')).await;
+    assert!(f.app.quit);
+}
+
+#[tokio::test]
+async fn changes_from_watch_appear_and_refresh_the_open_entry() {
+    let mut f = fixture().await;
+    let row = super::keys::KeyRow { key: "jobs/3".into(), version: 1, mod_revision: 99, expires_at: None };
+    f.app.loaded(Loaded::Changed(vec![Change { key: "jobs/3".into(), row: Some(row), revision: 99 }]));
+    let shown = screen(&mut f.app, at(0));
+    assert_shows(&shown, &["Keys 5 ", "jobs/3", "live changes: 1"]);
+    f.app.loaded(Loaded::Changed(vec![Change { key: "readme".into(), row: None, revision: 100 }]));
+    let shown = screen(&mut f.app, at(0));
+    assert!(!shown.contains("readme"), "{shown}");
+    // A page read before the delete does not bring the key back.
+    let stale = super::keys::KeyRow { key: "readme".into(), version: 1, mod_revision: 5, expires_at: None };
+    f.app.loaded(Loaded::KeysPage { rows: vec![stale], done: true });
+    assert!(!screen(&mut f.app, at(0)).contains("readme"));
+
+    press(&mut f, KeyCode::Down).await;
+    press(&mut f, KeyCode::Enter).await;
+    let loads = f.app.loaded(Loaded::Changed(vec![Change { key: "jobs/1".into(), row: None, revision: 101 }]));
+    assert_eq!(loads, vec![Load::Entry("jobs/1".into())], "the open entry reloads");
+}

@@ -1,0 +1,115 @@
+//! `statectl tui` in a real terminal: tmux runs it, keys are sent as a person would type them,
+//! and the screen is read back, including a change another process makes while it runs.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::{Place, statectl};
+
+/// A tmux server of this test alone, killed however the test ends.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(place: &Place, command: &str) -> Tmux {
+        let socket = format!("statectl-tui-{}", std::process::id());
+        let tmux = Tmux { socket };
+        let status = tmux
+            .command(&["new-session", "-d", "-x", "110", "-y", "30", command])
+            .env("STATE_DB", &place.db)
+            .env("STATE_RUNTIME_DIR", &place.runtime)
+            .env("STATE_OWNER_IDLE", "2s")
+            .env_remove("TMUX")
+            .env_remove("STATE_SERVER")
+            .current_dir(place.dir.path())
+            .status()
+            .expect("tmux runs (install it: apt-get install tmux)");
+        assert!(status.success(), "tmux new-session failed");
+        tmux
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("tmux");
+        command.args(["-L", &self.socket]).args(args);
+        command
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "0"];
+        args.extend_from_slice(keys);
+        assert!(self.command(&args).status().unwrap().success());
+    }
+
+    fn screen(&self) -> String {
+        let out = self.command(&["capture-pane", "-p", "-t", "0"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits (10 s at most) until the screen shows every part; the screen when it does.
+    fn wait_for(&self, parts: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let screen = self.screen();
+            if parts.iter().all(|p| screen.contains(p)) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "the screen never showed {parts:?}:\n{screen}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn alternate_screen(&self) -> bool {
+        let out = self.command(&["display-message", "-p", "-t", "0", "#{alternate_on}"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command(&["kill-server"]).status();
+    }
+}
+
+#[test]
+fn browse_filter_open_history_switch_views_and_see_a_live_change() {
+    let p = Place::new();
+    p.json(&["put", "jobs/1", r#"{"step": 1}"#], 0);
+    p.json(&["put", "jobs/1", r#"{"step": 2}"#], 0);
+    p.json(&["put", "jobs/2", r#""queued""#], 0);
+    p.json(&["put", "readme", r#""hello""#], 0);
+    p.json(&["lease", "acquire", "printer", "--holder", "agent-7", "--ttl", "10m"], 0);
+    p.json(&["workflow", "create", "nightly"], 0);
+
+    let command = format!("{} tui; echo \"tui exited $?\"; sleep 30", statectl().display());
+    let tmux = Tmux::start(&p, &command);
+    tmux.wait_for(&["1 Keys", "jobs/1", "jobs/2", "readme", "Keys 3 "]);
+
+    tmux.keys(&["/", "jobs", "Enter"]);
+    let screen = tmux.wait_for(&["Keys 2 of 3  /jobs"]);
+    assert!(!screen.contains("readme"), "{screen}");
+
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(&["key       jobs/1", "version   2", "\"step\": 2"]);
+    tmux.keys(&["h"]);
+    tmux.wait_for(&["History of jobs/1", " v1 → v2 ", "-   \"step\": 1", "+   \"step\": 2"]);
+
+    tmux.keys(&["2"]);
+    tmux.wait_for(&["Workflows 1", "nightly", "pending"]);
+    tmux.keys(&["3"]);
+    tmux.wait_for(&["Leases 1", "printer", "agent-7"]);
+
+    // Another process writes while the inspector runs: the browser shows it without a key press.
+    tmux.keys(&["1"]);
+    tmux.wait_for(&["Keys 2 of 3  /jobs"]);
+    p.json(&["put", "jobs/3", "1"], 0);
+    tmux.wait_for(&["Keys 3 of 4  /jobs", "jobs/3", "live changes: 1"]);
+
+    tmux.keys(&["?"]);
+    tmux.wait_for(&["Help (any key closes)"]);
+    tmux.keys(&["Escape"]);
+    assert!(tmux.alternate_screen(), "the inspector draws on the alternate screen");
+    tmux.keys(&["C-c"]);
+    tmux.wait_for(&["tui exited 0"]);
+    assert!(!tmux.alternate_screen(), "Ctrl-C gave the terminal back");
+}
