@@ -301,7 +301,6 @@ struct Summary {
 
 #[derive(Debug, Serialize)]
 struct NotImported {
-    workflows: u64,
     leases: u64,
 }
 
@@ -331,7 +330,7 @@ pub(crate) fn load(args: &ImportArgs) -> Result<Loaded> {
 
 pub(crate) async fn import(api: &Api, args: &ImportArgs, loaded: Loaded, json: bool) -> Result<u8> {
     let Loaded { records, events, left } = loaded;
-    let not_imported = left.map(|left| NotImported { workflows: left.workflows, leases: left.leases });
+    let not_imported = left.map(|left| NotImported { leases: left.leases });
     let mut summary =
         Summary { dry_run: args.dry_run, history_events_not_replayed: events, not_imported, ..Summary::default() };
     let bar = progress(Some(records.len() as u64), "records");
@@ -390,10 +389,10 @@ fn print_summary(summary: &Summary) {
             summary.history_events_not_replayed
         );
     }
-    if let Some(left) = summary.not_imported.as_ref().filter(|l| l.workflows + l.leases > 0) {
+    if let Some(left) = summary.not_imported.as_ref().filter(|l| l.leases > 0) {
         println!(
-            "not imported: {} workflows and {} live leases (statectl does not translate them yet: recreate them here)",
-            left.workflows, left.leases
+            "not imported: {} live leases (the sidecar's leases carry no fencing token: their holders acquire them again here)",
+            left.leases
         );
     }
     if summary.dry_run {

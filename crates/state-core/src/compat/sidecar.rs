@@ -384,5 +384,8 @@ pub struct HistoryLogResult {
     pub total: usize,
 }
 
+mod import;
+pub use import::{SidecarRun, run_records};
+
 #[cfg(test)]
 mod tests;
