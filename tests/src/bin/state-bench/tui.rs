@@ -123,5 +123,35 @@ pub(crate) fn inspector(statectl: &Path, keys: usize, runtime: &tokio::runtime::
     println!("| type `/{filter}` to the 100 matches listed | {} |", ms(narrowed));
     println!("| `G` to the last key shown | {} |", ms(to_end));
     println!();
+    transfer(statectl, &dir, keys)
+}
+
+/// `statectl export` of the same store, then `statectl import` of the dump into a fresh
+/// database, twice (the second run finds every record already there).
+fn transfer(statectl: &Path, dir: &tempfile_dir::Dir, keys: usize) -> Result<()> {
+    println!("## statectl export / import of {keys} keys\n");
+    let dump = dir.path().join("dump.jsonl");
+    let run = |db: &str, args: &[&str]| -> Result<Duration> {
+        let started = Instant::now();
+        let out = Command::new(statectl)
+            .args(args)
+            .env("STATE_DB", dir.path().join(db))
+            .env("STATE_RUNTIME_DIR", dir.path().join("run"))
+            .output()
+            .context("running statectl")?;
+        anyhow::ensure!(out.status.success(), "statectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        Ok(started.elapsed())
+    };
+    let exported = run("bench.redb", &["export", "-o", &dump.display().to_string()])?;
+    let bytes = std::fs::metadata(&dump)?.len();
+    let imported = run("copy.redb", &["import", &dump.display().to_string()])?;
+    let again = run("copy.redb", &["import", &dump.display().to_string()])?;
+    let rate = |d: Duration| keys as f64 / d.as_secs_f64();
+    println!("| step | time | records/s |");
+    println!("|---|---:|---:|");
+    println!("| export ({:.1} MB dump) | {} | {:.0} |", bytes as f64 / 1e6, ms(exported), rate(exported));
+    println!("| import into a fresh database | {} | {:.0} |", ms(imported), rate(imported));
+    println!("| the same import again (all unchanged) | {} | {:.0} |", ms(again), rate(again));
+    println!();
     Ok(())
 }
