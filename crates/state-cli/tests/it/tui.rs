@@ -4,7 +4,9 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::{Place, statectl};
+use state_e2e::HttpServer;
+
+use super::{Place, sibling, statectl};
 
 /// A tmux server of this test alone, killed however the test ends.
 struct Tmux {
@@ -12,8 +14,8 @@ struct Tmux {
 }
 
 impl Tmux {
-    fn start(place: &Place, command: &str) -> Tmux {
-        let socket = format!("statectl-tui-{}", std::process::id());
+    fn start(place: &Place, name: &str, command: &str) -> Tmux {
+        let socket = format!("statectl-tui-{name}-{}", std::process::id());
         let tmux = Tmux { socket };
         let status = tmux
             .command(&["new-session", "-d", "-x", "110", "-y", "30", command])
@@ -82,7 +84,7 @@ fn browse_filter_open_history_switch_views_and_see_a_live_change() {
     p.json(&["workflow", "create", "nightly"], 0);
 
     let command = format!("{} tui; echo \"tui exited $?\"; sleep 30", statectl().display());
-    let tmux = Tmux::start(&p, &command);
+    let tmux = Tmux::start(&p, "local", &command);
     tmux.wait_for(&["1 Keys", "jobs/1", "jobs/2", "readme", "Keys 3 "]);
 
     tmux.keys(&["/", "jobs", "Enter"]);
@@ -112,4 +114,26 @@ fn browse_filter_open_history_switch_views_and_see_a_live_change() {
     tmux.keys(&["C-c"]);
     tmux.wait_for(&["tui exited 0"]);
     assert!(!tmux.alternate_screen(), "Ctrl-C gave the terminal back");
+}
+
+#[test]
+fn the_inspector_reads_a_state_http_and_follows_its_changes() {
+    let p = Place::new();
+    let (db, runtime) = (p.db.to_string_lossy().into_owned(), p.runtime.to_string_lossy().into_owned());
+    let server = HttpServer::start(
+        &sibling("state-http"),
+        &["--db", &db, "--owner-idle", "2s"],
+        &[("STATE_RUNTIME_DIR", runtime.as_str())],
+    )
+    .unwrap();
+    let url = format!("http://{}", server.addr);
+    p.json(&["--server", &url, "put", "remote/1", "1"], 0);
+
+    let command = format!("{} --server {url} tui; echo \"tui exited $?\"; sleep 30", statectl().display());
+    let tmux = Tmux::start(&p, "server", &command);
+    tmux.wait_for(&["remote/1", &url, "Keys 1 "]);
+    p.json(&["--server", &url, "put", "remote/2", "2"], 0);
+    tmux.wait_for(&["remote/2", "Keys 2 ", "live changes: 1"]);
+    tmux.keys(&["q"]);
+    tmux.wait_for(&["tui exited 0"]);
 }
