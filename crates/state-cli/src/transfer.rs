@@ -221,24 +221,82 @@ fn now_rfc3339() -> String {
     state_core::UnixMillis(millis).to_rfc3339()
 }
 
-/// What a dump holds, read whole before anything is written so a cut-off dump changes nothing.
-struct Dump {
-    records: Vec<DumpedRecord>,
-    events: u64,
+/// The records of a dump: held in memory when it came on standard input (which cannot be
+/// read twice), else streamed from its file in a second pass, so a dump of any size imports
+/// in the memory of one chunk.
+enum Records {
+    Held(Vec<DumpedRecord>),
+    File { path: PathBuf, count: u64 },
 }
 
-fn read_dump(input: Option<&Path>) -> Result<Dump> {
-    let (reader, name): (Box<dyn BufRead>, String) = match input {
-        None => (Box::new(std::io::stdin().lock()), "standard input".into()),
-        Some(path) if path.as_os_str() == "-" => (Box::new(std::io::stdin().lock()), "standard input".into()),
+impl Records {
+    fn count(&self) -> u64 {
+        match self {
+            Records::Held(records) => records.len() as u64,
+            Records::File { count, .. } => *count,
+        }
+    }
+
+    /// The records in chunks of `size`, in dump order.
+    fn chunks(self, size: usize) -> Result<Box<dyn Iterator<Item = Result<Vec<DumpedRecord>>>>> {
+        match self {
+            Records::Held(records) => {
+                let mut records = records.into_iter().peekable();
+                Ok(Box::new(std::iter::from_fn(move || {
+                    records.peek()?;
+                    Some(Ok(records.by_ref().take(size).collect()))
+                })))
+            }
+            Records::File { path, .. } => {
+                let file = std::fs::File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
+                let mut lines = std::io::BufReader::new(file).lines();
+                Ok(Box::new(std::iter::from_fn(move || {
+                    let mut chunk = Vec::with_capacity(size);
+                    while chunk.len() < size {
+                        let line = match lines.next() {
+                            None => break,
+                            Some(Ok(line)) => line,
+                            Some(Err(e)) => {
+                                return Some(Err(anyhow::Error::new(e).context("cannot read the dump again")));
+                            }
+                        };
+                        if line.trim().is_empty() {
+                            continue;
+                        }
+                        match serde_json::from_str::<Line>(&line) {
+                            Ok(Line::Record(record)) => chunk.push(record),
+                            Ok(_) => {}
+                            Err(e) => {
+                                return Some(Err(
+                                    anyhow::Error::new(e).context("the dump changed while it was imported")
+                                ));
+                            }
+                        }
+                    }
+                    (!chunk.is_empty()).then_some(Ok(chunk))
+                })))
+            }
+        }
+    }
+}
+
+/// Reads a whole dump and checks it (header, every line, the end line's counts) before
+/// anything is written, so a cut-off dump changes nothing. Records are kept only for
+/// standard input; a file is read again to import.
+fn read_dump(input: Option<&Path>) -> Result<(Records, u64)> {
+    let (reader, name, path): (Box<dyn BufRead>, String, Option<PathBuf>) = match input {
+        None => (Box::new(std::io::stdin().lock()), "standard input".into(), None),
+        Some(path) if path.as_os_str() == "-" => (Box::new(std::io::stdin().lock()), "standard input".into(), None),
         Some(path) => (
             Box::new(std::io::BufReader::new(
                 std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
             )),
             path.display().to_string(),
+            Some(path.to_owned()),
         ),
     };
-    let mut dump = Dump { records: Vec::new(), events: 0 };
+    let mut held = Vec::new();
+    let (mut records, mut events) = (0u64, 0u64);
     let mut header = false;
     let mut trailer: Option<Trailer> = None;
     for (number, line) in reader.lines().enumerate() {
@@ -265,24 +323,31 @@ fn read_dump(input: Option<&Path>) -> Result<Dump> {
             }
             _ if !header => bail!("{name} does not start with a dump header: make it with `statectl export`"),
             Line::Dump(_) => bail!("{name} line {number}: a second dump header"),
-            Line::Record(record) => dump.records.push(record),
-            Line::Event(_) => dump.events += 1,
+            Line::Record(record) => {
+                records += 1;
+                if path.is_none() {
+                    held.push(record);
+                }
+            }
+            Line::Event(_) => events += 1,
             Line::End(end) => trailer = Some(end),
         }
     }
     let Some(end) = trailer else {
         bail!("{name} ends without the dump's end line: it was cut off (export it again); nothing was imported");
     };
-    if end.records != dump.records.len() as u64 || end.events != dump.events {
+    if end.records != records || end.events != events {
         bail!(
-            "{name} says it holds {} records and {} events but holds {} and {}: it is damaged; nothing was imported",
+            "{name} says it holds {} records and {} events but holds {records} and {events}: it is damaged; nothing was imported",
             end.records,
             end.events,
-            dump.records.len(),
-            dump.events
         );
     }
-    Ok(dump)
+    let records = match path {
+        Some(path) => Records::File { path, count: records },
+        None => Records::Held(held),
+    };
+    Ok((records, events))
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -306,7 +371,7 @@ struct NotImported {
 
 /// Everything an import writes, read before the store is reached.
 pub(crate) struct Loaded {
-    records: Vec<DumpedRecord>,
+    records: Records,
     events: u64,
     left: Option<foreign::Left>,
 }
@@ -315,15 +380,15 @@ pub(crate) struct Loaded {
 pub(crate) fn load(args: &ImportArgs) -> Result<Loaded> {
     match (args.from, &args.input) {
         (Some(Source::Agentcheckpoint), Some(path)) => {
-            Ok(Loaded { records: foreign::agentcheckpoint(path)?, events: 0, left: None })
+            Ok(Loaded { records: Records::Held(foreign::agentcheckpoint(path)?), events: 0, left: None })
         }
         (Some(Source::Sidecar), Some(path)) => {
             let (records, left) = foreign::sidecar(path)?;
-            Ok(Loaded { records, events: 0, left: Some(left) })
+            Ok(Loaded { records: Records::Held(records), events: 0, left: Some(left) })
         }
         (_, input) => {
-            let dump = read_dump(input.as_deref())?;
-            Ok(Loaded { records: dump.records, events: dump.events, left: None })
+            let (records, events) = read_dump(input.as_deref())?;
+            Ok(Loaded { records, events, left: None })
         }
     }
 }
@@ -333,9 +398,11 @@ pub(crate) async fn import(api: &Api, args: &ImportArgs, loaded: Loaded, json: b
     let not_imported = left.map(|left| NotImported { leases: left.leases });
     let mut summary =
         Summary { dry_run: args.dry_run, history_events_not_replayed: events, not_imported, ..Summary::default() };
-    let bar = progress(Some(records.len() as u64), "records");
-    let mut done = 0usize;
-    for chunk in records.chunks(usize::try_from(args.chunk).unwrap_or(DEFAULT_IMPORT_CHUNK)) {
+    let total = records.count();
+    let bar = progress(Some(total), "records");
+    let mut done = 0u64;
+    for chunk in records.chunks(usize::try_from(args.chunk).unwrap_or(DEFAULT_IMPORT_CHUNK))? {
+        let chunk = chunk?;
         let request = json!({ "records": chunk, "dry_run": args.dry_run });
         let reply = api.call(Operation::StoreImport, request).await;
         let outcome = reply.outcome;
@@ -345,8 +412,7 @@ pub(crate) async fn import(api: &Api, args: &ImportArgs, loaded: Loaded, json: b
             Err(code) => {
                 bar.abandon();
                 eprintln!(
-                    "statectl: stopped after {done} of {} records; importing again continues where this stopped",
-                    records.len()
+                    "statectl: stopped after {done} of {total} records; importing again continues where this stopped"
                 );
                 return Ok(code);
             }
@@ -357,7 +423,7 @@ pub(crate) async fn import(api: &Api, args: &ImportArgs, loaded: Loaded, json: b
         summary.unchanged += result.unchanged;
         summary.expired += result.expired;
         summary.conflicts.extend(result.conflicts);
-        done += chunk.len();
+        done += chunk.len() as u64;
         bar.inc(chunk.len() as u64);
     }
     bar.finish_and_clear();
@@ -365,6 +431,10 @@ pub(crate) async fn import(api: &Api, args: &ImportArgs, loaded: Loaded, json: b
         println!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
     } else {
         print_summary(&summary);
+    }
+    if done != total {
+        eprintln!("statectl: the dump changed while it was imported: {done} records read, {total} checked first");
+        return Ok(exit::FAILURE);
     }
     Ok(if summary.conflicts.is_empty() { exit::OK } else { exit::CONFLICT })
 }

@@ -57,7 +57,8 @@ fn a_dump_round_trips_exactly_and_an_import_can_be_run_again() {
     assert_eq!((dry["imported"].as_u64(), dry["dry_run"].as_bool()), (Some(n), Some(true)));
     assert_eq!(target.json(&["get", "jobs/1"], 3)["status"], "not_found", "a dry run writes nothing");
 
-    let first = target.json(&["import", path], 0);
+    // Chunks of 4 (4 + 4 + 4 + 2), streamed from the file.
+    let first = target.json(&["import", path, "--chunk", "4"], 0);
     assert_eq!((first["imported"].as_u64(), first["unchanged"].as_u64()), (Some(n), Some(0)));
     let events = dump.lines().filter(|line| line.starts_with("{\"event\"")).count() as u64;
     assert_eq!(first["history_events_not_replayed"].as_u64(), Some(events));
