@@ -80,6 +80,19 @@ impl Place {
         self.run_with_stdin(args, "")
     }
 
+    /// A `state-http` on this database (joining its owner); it stops when dropped.
+    fn state_http(&self) -> (HttpServer, String) {
+        let (db, runtime) = (self.db.to_string_lossy(), self.runtime.to_string_lossy());
+        let server = HttpServer::start(
+            &sibling("state-http"),
+            &["--db", &db, "--owner-idle", "2s"],
+            &[("STATE_RUNTIME_DIR", runtime.as_ref())],
+        )
+        .unwrap();
+        let url = format!("http://{}", server.addr);
+        (server, url)
+    }
+
     /// Runs with --json, expecting `code`; the parsed output.
     fn json(&self, args: &[&str], code: i32) -> Value {
         let mut all = vec!["--json"];
@@ -267,13 +280,7 @@ fn works_beside_a_running_agent_and_against_state_http() {
     let read = agent.call("state_get", json!({"key": "shared"})).unwrap().json();
     assert_eq!(read["value"], "from the shell");
 
-    let server = HttpServer::start(
-        &sibling("state-http"),
-        &["--db", &db, "--owner-idle", "2s"],
-        &[("STATE_RUNTIME_DIR", runtime.as_str())],
-    )
-    .unwrap();
-    let url = format!("http://{}", server.addr);
+    let (_server, url) = p.state_http();
     let remote = |args: &[&str], code: i32| {
         let mut all = vec!["--server", url.as_str()];
         all.extend_from_slice(args);

@@ -4,9 +4,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use state_e2e::HttpServer;
-
-use super::{Place, sibling, statectl};
+use super::{Place, statectl};
 
 /// A tmux server of this test alone, killed however the test ends.
 struct Tmux {
@@ -119,14 +117,7 @@ fn browse_filter_open_history_switch_views_and_see_a_live_change() {
 #[test]
 fn the_inspector_reads_a_state_http_and_follows_its_changes() {
     let p = Place::new();
-    let (db, runtime) = (p.db.to_string_lossy().into_owned(), p.runtime.to_string_lossy().into_owned());
-    let server = HttpServer::start(
-        &sibling("state-http"),
-        &["--db", &db, "--owner-idle", "2s"],
-        &[("STATE_RUNTIME_DIR", runtime.as_str())],
-    )
-    .unwrap();
-    let url = format!("http://{}", server.addr);
+    let (_server, url) = p.state_http();
     p.json(&["--server", &url, "put", "remote/1", "1"], 0);
 
     let command = format!("{} --server {url} tui; echo \"tui exited $?\"; sleep 30", statectl().display());
