@@ -45,6 +45,8 @@ pub(crate) enum Loaded {
     History {
         key: String,
         events: Vec<HistoryEvent>,
+        /// The store revision the read reflects.
+        revision: u64,
     },
     Workflows(Vec<RunSummary>),
     Run(Box<ResumeResult>),
@@ -73,10 +75,13 @@ pub(crate) struct App {
     pub(crate) typing: bool,
     pub(crate) cursor: usize,
     pub(crate) group_cursor: usize,
+    /// The key the entry view is for: an answer about any other came too late.
+    pub(crate) entry_key: String,
     pub(crate) entry: Option<GetResult>,
     pub(crate) entry_scroll: u16,
     pub(crate) history_key: String,
     pub(crate) history: Vec<HistoryEvent>,
+    pub(crate) history_revision: u64,
     pub(crate) history_cursor: usize,
     /// The version the selected one is compared with (`m`); the one before it when unset.
     pub(crate) history_base: Option<usize>,
@@ -107,10 +112,12 @@ impl App {
             typing: false,
             cursor: 0,
             group_cursor: 0,
+            entry_key: String::new(),
             entry: None,
             entry_scroll: 0,
             history_key: String::new(),
             history: Vec::new(),
+            history_revision: 0,
             history_cursor: 0,
             history_base: None,
             runs: Vec::new(),
@@ -142,12 +149,15 @@ impl App {
         }
     }
 
+    /// Takes an answer. Loads run concurrently and finish in any order, so an answer for
+    /// something no longer on screen, or older than what is shown, is dropped.
     pub(crate) fn loaded(&mut self, loaded: Loaded) -> Vec<Load> {
         match loaded {
             Loaded::KeysPage { rows, done } => {
+                let selected = self.selected_key().map(|row| row.key.clone());
                 self.keys.merge_page(rows);
                 self.loading = !done;
-                self.clamp();
+                self.reselect(selected);
             }
             Loaded::Changed(changes) => {
                 self.live_changes += changes.len() as u64;
@@ -157,16 +167,23 @@ impl App {
                     (View::History, _) if touched(&self.history_key) => Some(Load::History(self.history_key.clone())),
                     _ => None,
                 };
+                let selected = self.selected_key().map(|row| row.key.clone());
                 self.keys.apply(changes);
-                self.clamp();
+                self.reselect(selected);
                 return reload.into_iter().collect();
             }
             Loaded::Entry(entry) => {
-                self.entry = Some(*entry);
+                let older = self.entry.as_ref().is_some_and(|e| e.key == entry.key && e.revision > entry.revision);
+                if entry.key == self.entry_key && !older {
+                    self.entry = Some(*entry);
+                }
             }
-            Loaded::History { key, events } => {
+            Loaded::History { key, events, revision } => {
+                if key != self.history_key || revision < self.history_revision {
+                    return Vec::new();
+                }
                 let was_latest = self.history_cursor + 1 >= self.history.len();
-                self.history_key = key;
+                self.history_revision = revision;
                 self.history = events;
                 if was_latest || self.history_cursor >= self.history.len() {
                     self.history_cursor = self.history.len().saturating_sub(1);
@@ -176,13 +193,23 @@ impl App {
             Loaded::Workflows(runs) => {
                 self.runs = runs;
                 self.run_cursor = self.run_cursor.min(self.runs.len().saturating_sub(1));
-                if self.run.is_none()
-                    && let Some(run) = self.runs.get(self.run_cursor)
-                {
-                    return vec![Load::Run(run.run_id.clone())];
+                // The steps shown are read again when the selected run has moved on since.
+                if let Some(selected) = self.runs.get(self.run_cursor) {
+                    let progress =
+                        |r: &RunSummary| (r.run_id.clone(), r.last_step, r.run_status, r.attempt, r.updated_at.clone());
+                    let shown = self.run.as_ref().and_then(|r| r.run.as_ref()).map(progress);
+                    if shown != Some(progress(selected)) {
+                        return vec![Load::Run(selected.run_id.clone())];
+                    }
                 }
             }
-            Loaded::Run(run) => self.run = Some(*run),
+            Loaded::Run(run) => {
+                let selected = self.runs.get(self.run_cursor).is_none_or(|r| r.run_id == run.run_id);
+                let older = self.run.as_ref().is_some_and(|r| r.run_id == run.run_id && r.revision > run.revision);
+                if selected && !older {
+                    self.run = Some(*run);
+                }
+            }
             Loaded::Leases(leases) => {
                 self.leases = leases;
                 self.lease_cursor = self.lease_cursor.min(self.leases.len().saturating_sub(1));
@@ -191,6 +218,20 @@ impl App {
             Loaded::Failed(message) => self.status = message,
         }
         Vec::new()
+    }
+
+    /// Puts the cursors back on the key and the group they were on: a key another agent adds
+    /// above the cursor must not move the selection onto a different key.
+    fn reselect(&mut self, selected: Option<String>) {
+        if let Some(key) = selected {
+            self.cursor = self.keys.position(&key);
+        }
+        // Row 0 is "all keys"; row n is group n - 1.
+        let group = self.keys.group().and_then(|g| self.keys.groups().iter().position(|(name, _)| name == g));
+        if let Some(i) = group {
+            self.group_cursor = i + 1;
+        }
+        self.clamp();
     }
 
     fn clamp(&mut self) {
@@ -297,6 +338,7 @@ impl App {
                     if self.entry.as_ref().is_none_or(|e| e.key != key) {
                         self.entry = None;
                     }
+                    self.entry_key.clone_from(&key);
                     return vec![Load::Entry(key)];
                 }
             }
@@ -326,6 +368,7 @@ impl App {
         if self.history_key != key {
             self.history_key = key.clone();
             self.history.clear();
+            self.history_revision = 0;
             self.history_cursor = 0;
             self.history_base = None;
         }

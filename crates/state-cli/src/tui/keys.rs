@@ -66,6 +66,16 @@ impl Keys {
         &self.filter
     }
 
+    /// The group the list is narrowed to, if any.
+    pub(crate) fn group(&self) -> Option<&str> {
+        self.group.as_deref()
+    }
+
+    /// Where `key` is among the matches, or where it would be: the key after it once it is gone.
+    pub(crate) fn position(&self, key: &str) -> usize {
+        self.matches.partition_point(|&i| self.rows[i].key.as_str() < key)
+    }
+
     /// Rows of a listing page; a row older than what a change already said is skipped.
     pub(crate) fn merge_page(&mut self, page: Vec<KeyRow>) {
         for row in page {

@@ -18,13 +18,13 @@ use anyhow::Result;
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use state_api::Api;
+use state_api::{Api, ErrorCode};
 use state_core::UnixMillis;
 use state_core::catalog::Operation;
 use state_core::ops::history::{HistoryOp, HistoryResult};
 use state_core::ops::kv::{GetResult, ListResult};
 use state_core::ops::lease::LeaseListResult;
-use state_core::ops::watch::WatchRequest;
+use state_core::ops::watch::{WatchBatch, WatchRequest};
 use state_core::ops::workflow::{ListRunsResult, ResumeResult};
 use state_core::time::parse_rfc3339;
 use tokio::sync::mpsc;
@@ -67,13 +67,13 @@ async fn inspect(api: &Arc<Api>, target: String) -> Result<u8> {
     // pages already show is recognised by its revision.
     let watch_request =
         WatchRequest { prefix: Some(String::new()), include_values: Some(false), ..WatchRequest::default() };
-    let watcher = api.watch(None, watch_request).await;
+    let watcher = api.watch(None, watch_request.clone()).await;
     let mut terminal = terminal::Terminal::enter()?;
     spawn_input(tx.clone());
     tokio::spawn(load_keys(Arc::clone(api), tx.clone()));
     match watcher {
         Ok(watcher) => {
-            tokio::spawn(follow(watcher, tx.clone()));
+            tokio::spawn(follow(Arc::clone(api), watch_request, watcher, tx.clone()));
         }
         Err(error) => {
             let _ = tx.send(Input::Loaded(Loaded::Failed(format!("live updates are off: {}", error.message))));
@@ -187,33 +187,56 @@ async fn load_keys(api: Arc<Api>, tx: mpsc::UnboundedSender<Input>) {
     }
 }
 
-async fn follow(mut watcher: state_api::Watcher, tx: mpsc::UnboundedSender<Input>) {
+async fn follow(
+    api: Arc<Api>,
+    mut request: WatchRequest,
+    mut watcher: state_api::Watcher,
+    tx: mpsc::UnboundedSender<Input>,
+) {
     while let Some(batch) = watcher.next().await {
-        let batch = match batch {
-            Ok(batch) => batch,
-            Err(error) => {
-                let _ = tx.send(Input::Loaded(Loaded::Failed(format!("live updates stopped: {}", error.message))));
-                return;
+        let error = match batch {
+            Ok(batch) => {
+                if tx.send(Input::Loaded(Loaded::Changed(changes_of(batch)))).is_err() {
+                    return;
+                }
+                continue;
             }
+            // A burst of writes outran this watch: watch again from where it stopped, so no
+            // change is missed and the browser stays live.
+            Err(error) if error.code == ErrorCode::WatchLagged && error.resume_after.is_some() => {
+                request.after_revision = error.resume_after;
+                match api.watch(None, request.clone()).await {
+                    Ok(resumed) => {
+                        watcher = resumed;
+                        continue;
+                    }
+                    Err(error) => error,
+                }
+            }
+            Err(error) => error,
         };
-        let changes = batch
-            .events
-            .into_iter()
-            .map(|event| Change {
-                row: (event.op == HistoryOp::Put).then(|| KeyRow {
-                    key: event.key.clone(),
-                    version: event.version,
-                    mod_revision: event.revision,
-                    expires_at: None,
-                }),
-                key: event.key,
-                revision: event.revision,
-            })
-            .collect();
-        if tx.send(Input::Loaded(Loaded::Changed(changes))).is_err() {
-            return;
-        }
+        let _ = tx.send(Input::Loaded(Loaded::Failed(format!("live updates stopped: {}", error.message))));
+        return;
     }
+}
+
+/// A watch batch as the browser's changes: a put brings a row, a delete or an expiry takes
+/// the key away.
+fn changes_of(batch: WatchBatch) -> Vec<Change> {
+    batch
+        .events
+        .into_iter()
+        .map(|event| Change {
+            row: (event.op == HistoryOp::Put).then(|| KeyRow {
+                key: event.key.clone(),
+                version: event.version,
+                mod_revision: event.revision,
+                expires_at: None,
+            }),
+            key: event.key,
+            revision: event.revision,
+        })
+        .collect()
 }
 
 async fn call<T: DeserializeOwned>(api: &Api, op: Operation, args: Value) -> Result<T, String> {
@@ -231,9 +254,11 @@ async fn perform(api: &Api, load: Load) -> Loaded {
         }
         Load::History(key) => {
             let args = json!({ "key": key, "n": 1000, "include_values": true });
-            call::<HistoryResult>(api, Operation::HistoryLog, args)
-                .await
-                .map(|h| Loaded::History { key, events: h.events })
+            call::<HistoryResult>(api, Operation::HistoryLog, args).await.map(|h| Loaded::History {
+                key,
+                events: h.events,
+                revision: h.revision,
+            })
         }
         Load::Workflows => call::<ListRunsResult>(api, Operation::WorkflowList, json!({ "limit": 1000 }))
             .await

@@ -214,3 +214,85 @@ async fn changes_from_watch_appear_and_refresh_the_open_entry() {
     let loads = f.app.loaded(Loaded::Changed(vec![Change { key: "jobs/1".into(), row: None, revision: 101 }]));
     assert_eq!(loads, vec![Load::Entry("jobs/1".into())], "the open entry reloads");
 }
+
+fn put_row(key: &str, revision: u64) -> Change {
+    let row = super::keys::KeyRow { key: key.into(), version: 1, mod_revision: revision, expires_at: None };
+    Change { key: key.into(), row: Some(row), revision }
+}
+
+/// Answers a load the way the driver does, following any load the answer asks for.
+async fn answer(f: &mut Fixture, load: Load) {
+    let mut loads = vec![load];
+    while let Some(load) = loads.pop() {
+        let loaded = perform(&f.api, load).await;
+        loads.extend(f.app.loaded(loaded));
+    }
+}
+
+#[tokio::test]
+async fn the_selection_stays_on_its_key_and_group_while_others_come_and_go() {
+    let mut f = fixture().await;
+    press(&mut f, KeyCode::Down).await;
+    press(&mut f, KeyCode::Down).await;
+    assert_eq!(f.app.selected_key().unwrap().key, "jobs/2");
+    f.app.loaded(Loaded::Changed(vec![put_row("a/1", 99), put_row("jobs/10", 99)]));
+    assert_eq!(f.app.selected_key().unwrap().key, "jobs/2", "keys added above the cursor");
+    f.app.loaded(Loaded::Changed(vec![Change { key: "jobs/2".into(), row: None, revision: 100 }]));
+    assert_eq!(f.app.selected_key().unwrap().key, "readme", "a deleted key hands the cursor to the next");
+
+    press(&mut f, KeyCode::Tab).await;
+    press(&mut f, KeyCode::Down).await;
+    press(&mut f, KeyCode::Down).await;
+    assert_eq!(f.app.keys.group(), Some("cache:"));
+    f.app.loaded(Loaded::Changed(vec![put_row("0/first", 101)]));
+    let highlighted = f.app.keys.groups().get(f.app.group_cursor - 1).map(|(g, _)| g.as_str());
+    assert_eq!(highlighted, Some("cache:"), "a group added above keeps the highlight on the one shown");
+}
+
+#[tokio::test]
+async fn late_answers_never_replace_what_is_on_screen() {
+    let mut f = fixture().await;
+    // Open jobs/1, go back and open jobs/2; jobs/1's answer arrives last.
+    press(&mut f, KeyCode::Down).await;
+    let first = f.app.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert_eq!(first, vec![Load::Entry("jobs/1".into())]);
+    press(&mut f, KeyCode::Esc).await;
+    press(&mut f, KeyCode::Down).await;
+    press(&mut f, KeyCode::Enter).await;
+    let late = perform(&f.api, first[0].clone()).await;
+    f.app.loaded(late);
+    assert_shows(&screen(&mut f.app, at(0)), &["key       jobs/2", "\"queued\""]);
+
+    // The same for histories, and for an older read of the entry shown.
+    let stale_history = perform(&f.api, Load::History("jobs/1".into())).await;
+    let stale_entry = perform(&f.api, Load::Entry("jobs/2".into())).await;
+    f.api.call(Operation::StateSet, json!({"key": "jobs/2", "value": "running"})).await;
+    press(&mut f, KeyCode::Enter).await;
+    press(&mut f, KeyCode::Esc).await;
+    press(&mut f, KeyCode::Enter).await;
+    f.app.loaded(stale_entry);
+    assert_shows(&screen(&mut f.app, at(0)), &["version   2", "\"running\""]);
+    press(&mut f, KeyCode::Char('h')).await;
+    f.app.loaded(stale_history);
+    assert_shows(&screen(&mut f.app, at(0)), &["History of jobs/2", " v1 → v2 ", "+ \"running\""]);
+}
+
+#[tokio::test]
+async fn the_steps_shown_follow_the_run_as_it_moves_on() {
+    let mut f = fixture().await;
+    press(&mut f, KeyCode::Char('2')).await;
+    let run_id = f.app.runs[0].run_id.clone();
+    let claim = json!({"run_id": run_id, "agent_id": "w1", "lease_ttl_seconds": 300});
+    // The fixture's claim is w1's; claiming again as w1 answers with its token.
+    let claimed = f.api.call(Operation::WorkflowClaim, claim).await.body.unwrap();
+    let step = json!({"run_id": run_id, "agent_id": "w1", "token": claimed["token"], "step": 2, "output": "two"});
+    let reply = f.api.call(Operation::WorkflowCheckpoint, step).await;
+    assert!(reply.body.is_ok(), "{:?}", reply.body);
+    // The periodic refresh rereads the runs; the selected one changed, so its steps are read too.
+    let refresh = f.app.refresh().unwrap();
+    answer(&mut f, refresh).await;
+    assert_shows(&screen(&mut f.app, at(0)), &["step 1", "step 2", "\"two\""]);
+    // A refresh with nothing new asks for nothing more.
+    let unchanged = perform(&f.api, Load::Workflows).await;
+    assert_eq!(f.app.loaded(unchanged), Vec::new());
+}
