@@ -78,9 +78,13 @@ pub(crate) struct Left {
     pub(crate) leases: u64,
 }
 
-/// Epoch seconds (SQLite `unixepoch()` or Python's `time.time()`) as RFC 3339.
+/// Epoch seconds (SQLite `unixepoch()` or Python's `time.time()`) as an instant.
+fn epoch_millis(seconds: f64) -> state_core::UnixMillis {
+    state_core::UnixMillis((seconds.max(0.0) * 1000.0).round() as u64)
+}
+
 fn epoch_seconds(seconds: f64) -> String {
-    state_core::UnixMillis((seconds.max(0.0) * 1000.0).round() as u64).to_rfc3339()
+    epoch_millis(seconds).to_rfc3339()
 }
 
 /// mcp-state-sidecar 0.1 on SQLite: `kv_store(key, value_json, expires_at)` keeps no version,
@@ -131,7 +135,6 @@ pub(crate) fn sidecar(path: &Path) -> Result<(Vec<DumpedRecord>, Left)> {
 }
 
 fn sidecar_runs(db: &Connection) -> Result<Vec<sidecar::SidecarRun>> {
-    let millis = |seconds: f64| state_core::UnixMillis((seconds.max(0.0) * 1000.0).round() as u64);
     let mut steps: HashMap<String, Vec<(u64, Value)>> = HashMap::new();
     let mut rows = db.prepare("SELECT run_id, step, output_json FROM step_outputs ORDER BY run_id, step")?;
     let found =
@@ -154,8 +157,8 @@ fn sidecar_runs(db: &Connection) -> Result<Vec<sidecar::SidecarRun>> {
                 status: row.get(2)?,
                 tags: serde_json::from_str(&tags).unwrap_or_default(),
                 agent_id: row.get(4)?,
-                created_at: millis(row.get(5)?),
-                updated_at: millis(row.get(6)?),
+                created_at: epoch_millis(row.get(5)?),
+                updated_at: epoch_millis(row.get(6)?),
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;

@@ -215,10 +215,7 @@ fn partial_extension(path: &Path) -> String {
 }
 
 fn now_rfc3339() -> String {
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    state_core::UnixMillis(millis).to_rfc3339()
+    crate::tui::now().to_rfc3339()
 }
 
 /// The records of a dump: held in memory when it came on standard input (which cannot be
