@@ -35,5 +35,6 @@ pub use options::Options;
 pub use paths::{PathError, RUNTIME_DIR_ENV, Rendezvous, holder_note_path};
 pub use remote::{JoinConfig, JoinError, Joined, OwnerLauncher};
 pub use reply::{ApiError, ErrorCode, Outcome, Reply};
+pub use state_store::backend::postgres::{FollowMode, PostgresOptions};
 pub use watch::Watcher;
 pub use wire::{Settings, WIRE_VERSION, Welcome};

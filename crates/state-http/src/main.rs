@@ -43,6 +43,9 @@ struct Cli {
     #[command(flatten)]
     store: StoreArgs,
 
+    #[command(flatten)]
+    postgres: PostgresArgs,
+
     /// Bearer tokens, their key prefixes and rights (TOML; see the README for the format)
     #[arg(long, env = "STATE_HTTP_AUTH", value_name = "FILE")]
     auth: Option<PathBuf>,
@@ -87,6 +90,46 @@ struct Cli {
     log: String,
 }
 
+/// Keeping the store in PostgreSQL instead of a local file, so several servers can share it.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "PostgreSQL (replicas sharing one store)")]
+struct PostgresArgs {
+    /// Keep the store in this PostgreSQL database instead of --db; any number of state-http
+    /// replicas may serve it at once (e.g. postgres://state@10.0.0.5/state)
+    #[arg(long, env = "STATE_POSTGRES_URL", value_name = "URL")]
+    postgres: Option<String>,
+
+    /// Schema holding the store's tables (created if missing); one database can hold several stores
+    #[arg(long, env = "STATE_POSTGRES_SCHEMA", value_name = "NAME", default_value = "state", requires = "postgres")]
+    postgres_schema: String,
+
+    /// Connections to PostgreSQL per replica (one more listens for other replicas' commits)
+    #[arg(long, value_name = "N", default_value_t = 16, requires = "postgres")]
+    postgres_pool: usize,
+
+    /// Learn of other replicas' commits by polling this often instead of LISTEN/NOTIFY (for
+    /// PostgreSQL-compatible engines without it)
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "postgres")]
+    postgres_poll: Option<Duration>,
+
+    /// Test only: drop the guards against concurrent writers, so tests can show they matter
+    #[arg(long, hide = true, requires = "postgres")]
+    test_only_unguarded: bool,
+}
+
+impl PostgresArgs {
+    fn options(&self) -> Option<state_api::PostgresOptions> {
+        let url = self.postgres.clone()?;
+        Some(state_api::PostgresOptions {
+            schema: self.postgres_schema.clone(),
+            pool_size: self.postgres_pool,
+            follow: self.postgres_poll.map_or(state_api::FollowMode::Notify, state_api::FollowMode::Poll),
+            unguarded: self.test_only_unguarded,
+            ..state_api::PostgresOptions::new(url)
+        })
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Hold a database and serve every process on it (what a joined server starts if the
@@ -98,6 +141,7 @@ const EXAMPLES: &str = "Examples:
   state-http                                         serve ~/.local/share/state/state.redb on 127.0.0.1:7478
   state-http --db ~/agents.redb --listen 127.0.0.1:9000
   state-http --listen 0.0.0.0:7478 --auth tokens.toml  serve the network, with tokens
+  state-http --postgres postgres://state@db/state    one of several replicas sharing PostgreSQL
   claude mcp add --transport http state http://127.0.0.1:7478/mcp
   curl -X PUT -d '{\"step\": 1}' http://127.0.0.1:7478/v1/kv/job/42";
 
@@ -154,10 +198,24 @@ fn load_tokens(path: &std::path::Path) -> anyhow::Result<Tokens> {
 }
 
 async fn serve(cli: Cli, tokens: Option<Arc<Tokens>>) -> anyhow::Result<()> {
-    let db = cli.store.database.database()?;
     let listener =
         tokio::net::TcpListener::bind(cli.listen).await.with_context(|| format!("cannot listen on {}", cli.listen))?;
-    let (api, hosted) = reach_store(&cli, &db).await?;
+    let (api, hosted, store) = match cli.postgres.options() {
+        Some(options) => {
+            let shown = format!("PostgreSQL schema {}", options.schema);
+            let settings = cli.store.engine.settings();
+            let local = tokio::task::spawn_blocking(move || state_api::Local::open_postgres(options, settings))
+                .await
+                .context("opening the PostgreSQL store panicked")??;
+            tracing::info!("serving the store in PostgreSQL as one of its replicas");
+            (Api::local(local), None, shown)
+        }
+        None => {
+            let db = cli.store.database.database()?;
+            let (api, hosted) = reach_store(&cli, &db).await?;
+            (api, hosted, format!("database {}", db.display()))
+        }
+    };
     let config = Config {
         tokens: tokens.clone(),
         mcp: McpConfig {
@@ -179,10 +237,9 @@ async fn serve(cli: Cli, tokens: Option<Arc<Tokens>>) -> anyhow::Result<()> {
     };
     let auth = tokens.map_or_else(|| "none (loopback only)".to_owned(), |t| format!("{} token(s)", t.len()));
     tracing::info!(
-        "state-http {} listening on http://{} (REST /v1, MCP /mcp, /openapi.json, /metrics); database {}; auth: {auth}",
+        "state-http {} listening on http://{} (REST /v1, MCP /mcp, /openapi.json, /metrics); {store}; auth: {auth}",
         env!("CARGO_PKG_VERSION"),
         listener.local_addr().unwrap_or(cli.listen),
-        db.display()
     );
     let shutdown = {
         let stopping = stopping.clone();

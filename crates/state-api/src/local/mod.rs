@@ -16,6 +16,7 @@ use state_core::InvalidInput;
 use state_core::catalog::{Operation, Profile};
 use state_core::ops::health::OwnerInfo;
 use state_core::ops::watch::{WatchRequest, WatchResult};
+use state_store::backend::postgres::{PostgresBackend, PostgresOptions};
 use state_store::{
     DEFAULT_HISTORY_RETENTION, Engine, EngineConfig, EngineError, MaintenanceHandle, OpenError, RedbBackend,
     StorageError, SystemClock,
@@ -92,6 +93,8 @@ pub enum StandaloneError {
     Open(#[from] OpenError),
     #[error("cannot start the engine: {0}")]
     Engine(#[from] EngineError),
+    #[error("cannot open the store in PostgreSQL: {0}")]
+    Postgres(StorageError),
 }
 
 /// The engine configuration `settings` ask for, defaults elsewhere.
@@ -128,6 +131,15 @@ impl Local {
         let backend = RedbBackend::open(db)?;
         let engine = Engine::new(Arc::new(backend), Arc::new(SystemClock), engine_config(settings))?;
         Ok(Local::standalone(engine))
+    }
+
+    /// Opens a store kept in PostgreSQL, which any number of processes may serve at once (each a
+    /// replica: no owner, no socket; the database serialises their writes). Blocks while it
+    /// connects and migrates: call it off the async workers.
+    pub fn open_postgres(options: PostgresOptions, settings: Settings) -> Result<Local, StandaloneError> {
+        let backend = PostgresBackend::open(options).map_err(StandaloneError::Postgres)?;
+        let engine = Engine::new(Arc::new(backend), Arc::new(SystemClock), engine_config(settings))?;
+        Ok(Local::hosted(engine, Arc::new(Host { mode: "replica", clients: AtomicU64::new(0), log_file: None })))
     }
 
     /// An engine without background maintenance: tests that drive expiry by hand.

@@ -17,6 +17,7 @@
 //!   failure before commit that is worth retrying (a serialization conflict, a dropped
 //!   connection) is [`StorageError::Retryable`], and the writer retries the whole batch.
 
+pub mod postgres;
 pub mod redb;
 
 use std::ops::RangeInclusive;
@@ -57,7 +58,17 @@ pub trait Backend: Send + Sync + 'static {
     fn begin_write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError>;
     /// Bytes the database occupies, if it lives in a file.
     fn size_on_disk(&self) -> Option<u64>;
+    /// Calls `on_commit` with the latest revision whenever commits made by other processes
+    /// sharing the database may have become visible, until the returned [`Follower`] is
+    /// dropped. `None` where no other process can write ([`WriterExclusion::Process`]).
+    fn follow(&self, on_commit: Box<dyn Fn(u64) + Send + Sync>) -> Result<Option<Follower>, StorageError> {
+        let _ = on_commit;
+        Ok(None)
+    }
 }
+
+/// Keeps a backend's commit notifications coming; dropping it stops them.
+pub struct Follower(pub Box<dyn Send + Sync>);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
@@ -106,6 +117,11 @@ pub trait WriteTxn: ReadTxn {
     /// Removes history through revision `through`, whole revisions at a time, stopping once
     /// about `limit` events are gone. Returns the new compacted revision.
     fn compact(&mut self, through: u64, limit: usize) -> Result<u64, StorageError>;
+    /// The database's own clock as this transaction began, where every process sharing the
+    /// database should take time-based decisions (expiry) by it; `None` to use the engine's.
+    fn database_now(&self) -> Option<UnixMillis> {
+        None
+    }
     /// Makes everything durable; only then may the engine acknowledge. Dropping a write
     /// transaction without committing it aborts it.
     fn commit(self: Box<Self>) -> Result<(), StorageError>;

@@ -54,11 +54,11 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 pub use self::maintenance::MaintenanceHandle;
 use self::view::TxnView;
-use self::watch::Committed;
 pub use self::watch::Watch;
+use self::watch::{Committed, Feed};
 pub use self::writer::BatchStats;
 use self::writer::{Applied, Command, Idempotency, Planned, Raw, WriterStats};
-use crate::backend::{Backend, ReadTxn, WriteTxn};
+use crate::backend::{Backend, Follower, ReadTxn, WriteTxn};
 use crate::clock::Clock;
 use crate::error::{EngineError, StorageError};
 
@@ -118,7 +118,9 @@ struct Inner {
     backend: RwLock<Option<Arc<dyn Backend>>>,
     writes: RwLock<Option<mpsc::Sender<Box<dyn Command>>>>,
     /// Where the writer publishes committed batches; taken away on close.
-    feed: RwLock<Option<broadcast::Sender<Arc<Committed>>>>,
+    feed: RwLock<Option<Feed>>,
+    /// Announces commits made by other processes sharing the database; dropped on close.
+    follower: Mutex<Option<Follower>>,
     writer: Mutex<Option<JoinHandle<()>>>,
     clock: Arc<dyn Clock>,
     config: EngineConfig,
@@ -131,7 +133,7 @@ impl Engine {
     /// ([`Engine::start_maintenance`]) so tests can drive expiry by hand.
     pub fn new(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>, config: EngineConfig) -> Result<Engine, EngineError> {
         let (writes, queue) = mpsc::channel(config.queue_depth.max(1));
-        let (feed, _) = broadcast::channel(config.watch_buffer.max(1));
+        let feed = Feed::new(config.watch_buffer.max(1));
         let stats = Arc::new(WriterStats::default());
         let writer = {
             let (backend, clock, stats, feed) = (backend.clone(), clock.clone(), stats.clone(), feed.clone());
@@ -142,11 +144,16 @@ impl Engine {
                 .map_err(|e| StorageError::Other(format!("cannot start the writer thread: {e}")))?
         };
         let started_at = clock.now();
+        let follower = {
+            let feed = feed.clone();
+            backend.follow(Box::new(move |revision| feed.committed_elsewhere(revision)))?
+        };
         Ok(Engine {
             inner: Arc::new(Inner {
                 backend: RwLock::new(Some(backend)),
                 writes: RwLock::new(Some(writes)),
                 feed: RwLock::new(Some(feed)),
+                follower: Mutex::new(follower),
                 writer: Mutex::new(Some(writer)),
                 clock,
                 config,
@@ -176,6 +183,7 @@ impl Engine {
         drop(self.inner.writes.write().ok().and_then(|mut w| w.take()));
         drop(self.inner.backend.write().ok().and_then(|mut b| b.take()));
         // Watchers end once the writer, holding the last sender, has published its last batch.
+        drop(self.inner.follower.lock().ok().and_then(|mut f| f.take()));
         drop(self.inner.feed.write().ok().and_then(|mut f| f.take()));
         // The writer drains the queue, then exits and drops the last long-lived backend handle.
         let handle = self.inner.writer.lock().ok().and_then(|mut w| w.take());
@@ -189,7 +197,7 @@ impl Engine {
             .feed
             .read()
             .ok()
-            .and_then(|f| f.as_ref().map(broadcast::Sender::subscribe))
+            .and_then(|f| f.as_ref().map(|feed| feed.sender.subscribe()))
             .ok_or(EngineError::Closed)
     }
 

@@ -11,6 +11,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use state_core::Event;
 use state_core::ops::history::{HistoryEvent, HistoryRequest, KeyFilter};
@@ -28,6 +29,36 @@ pub(crate) struct Committed {
     pub(crate) first: u64,
     pub(crate) last: u64,
     pub(crate) events: Option<Vec<Event>>,
+}
+
+/// Where committed batches are published: by the writer (with their events), and, where other
+/// processes share the database, by the backend's follower (revisions only; watchers read
+/// those from history).
+#[derive(Clone)]
+pub(crate) struct Feed {
+    pub(crate) sender: broadcast::Sender<Arc<Committed>>,
+    /// The highest revision published, so the follower announces only what is new.
+    published: Arc<AtomicU64>,
+}
+
+impl Feed {
+    pub(crate) fn new(capacity: usize) -> Feed {
+        Feed { sender: broadcast::channel(capacity).0, published: Arc::new(AtomicU64::new(0)) }
+    }
+
+    pub(crate) fn publish(&self, committed: Committed) {
+        self.published.fetch_max(committed.last, Ordering::SeqCst);
+        // No receiver is not an error: nobody is watching.
+        let _ = self.sender.send(Arc::new(committed));
+    }
+
+    /// Another process committed up to `revision`: announce whatever of it is new here.
+    pub(crate) fn committed_elsewhere(&self, revision: u64) {
+        let before = self.published.fetch_max(revision, Ordering::SeqCst);
+        if revision > before && self.sender.receiver_count() > 0 {
+            let _ = self.sender.send(Arc::new(Committed { first: before + 1, last: revision, events: None }));
+        }
+    }
 }
 
 /// History pages a catching-up watcher reads at a time.

@@ -19,10 +19,10 @@ use state_core::Event;
 use state_core::idempotency::{self, Once, Seen};
 use state_core::ops::history::KeyFilter;
 use state_core::plan::{Mutation, Plan, WriteContext};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use super::view::TxnView;
-use super::watch::Committed;
+use super::watch::{Committed, Feed};
 use crate::backend::{Backend, Order, ReadTxn, WriteTxn};
 use crate::clock::Clock;
 use crate::error::{EngineError, StorageError};
@@ -296,7 +296,7 @@ pub(super) fn run(
     mut queue: mpsc::Receiver<Box<dyn Command>>,
     max_batch: usize,
     stats: Arc<WriterStats>,
-    feed: broadcast::Sender<Arc<Committed>>,
+    feed: Feed,
 ) {
     let mut batch: Vec<Box<dyn Command>> = Vec::with_capacity(max_batch);
     while let Some(first) = queue.blocking_recv() {
@@ -326,18 +326,17 @@ fn commit_with_retries(
     clock: &dyn Clock,
     batch: &mut [Box<dyn Command>],
     stats: &WriterStats,
-    feed: &broadcast::Sender<Arc<Committed>>,
+    feed: &Feed,
 ) -> Result<(), StorageError> {
     let mut backoff = FIRST_BACKOFF;
     let mut attempt = 1;
     loop {
         // Events are copied for watchers only while there are any; a watcher that arrives
         // meanwhile reads this batch from history instead.
-        let mut events = (feed.receiver_count() > 0).then(Vec::new);
-        match stage_and_commit(backend, clock.now(), batch, stats, events.as_mut()) {
+        let mut events = (feed.sender.receiver_count() > 0).then(Vec::new);
+        match stage_and_commit(backend, clock, batch, stats, events.as_mut()) {
             Ok(Some((first, last))) => {
-                // No receiver is not an error: nobody is watching.
-                let _ = feed.send(Arc::new(Committed { first, last, events }));
+                feed.publish(Committed { first, last, events });
                 return Ok(());
             }
             Ok(None) => return Ok(()),
@@ -358,12 +357,14 @@ fn commit_with_retries(
 /// (first and last), or `None` if it committed none.
 fn stage_and_commit(
     backend: &dyn Backend,
-    now: state_core::UnixMillis,
+    clock: &dyn Clock,
     batch: &mut [Box<dyn Command>],
     stats: &WriterStats,
     mut feed: Option<&mut Vec<Event>>,
 ) -> Result<Option<(u64, u64)>, StorageError> {
     let mut txn = backend.begin_write()?;
+    // Where processes share the database, its clock decides expiry, so they all agree.
+    let now = txn.database_now().unwrap_or_else(|| clock.now());
     let start = txn.revision()?;
     let mut revision = start;
     let mut touched = false;

@@ -22,4 +22,7 @@ mod conformance {
     mod redb_file {
         state_store::conformance_suite!(crate::support::redb_file);
     }
+    mod postgres {
+        state_store::conformance_suite!(crate::support::postgres, if = crate::support::postgres_available);
+    }
 }

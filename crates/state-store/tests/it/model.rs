@@ -8,6 +8,8 @@ use serde_json::json;
 use state_core::ops::kv::{DeleteRequest, GetRequest, ListRequest, SetRequest};
 use state_core::ops::{DeleteStatus, ReadStatus, WriteStatus};
 
+use state_store::conformance::BackendFactory;
+
 use crate::support::{Store, txn};
 
 const KEYS: [&str; 3] = ["a", "b", "c"];
@@ -86,8 +88,8 @@ impl Model {
     }
 }
 
-async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let store = Store::new(&crate::support::redb_memory);
+async fn run(factory: &dyn BackendFactory, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let store = Store::new(factory);
     let start = store.clock.now_millis();
     let mut model = Model::default();
     for (step, op) in ops.into_iter().enumerate() {
@@ -229,6 +231,18 @@ proptest! {
     #[test]
     fn engine_matches_model(ops in proptest::collection::vec(op(), 1..60)) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        runtime.block_on(run(ops))?;
+        runtime.block_on(run(&crate::support::redb_memory, ops))?;
+    }
+}
+
+proptest! {
+    // Each case migrates a fresh schema: fewer cases, the same model.
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #[test]
+    fn postgres_engine_matches_model(ops in proptest::collection::vec(op(), 1..60)) {
+        if crate::support::postgres_available() {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            runtime.block_on(run(&crate::support::postgres, ops))?;
+        }
     }
 }

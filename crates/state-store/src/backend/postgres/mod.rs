@@ -1,0 +1,222 @@
+//! The PostgreSQL backend: one database (one schema in it) shared by any number of engines in
+//! any number of processes, so `state-http` replicas can run side by side.
+//!
+//! How the storage contract holds across processes:
+//! - **One writer at a time, everywhere:** every write transaction begins by locking the single
+//!   `meta` row (`SELECT ... FOR UPDATE`) and reading the revision under that lock. The next
+//!   writer, in this process or another, waits on the row until the first commits, then reads
+//!   the revision it committed. So revisions are gapless and in commit order, and every
+//!   decision a plan takes (a version compare, an absent key, a lease's token, a run's claim)
+//!   is taken on state no other writer can change before the commit.
+//! - **Version predicates besides:** a write to a key this transaction read carries the version
+//!   it read (`WHERE version = $n`, or insert-if-absent); a predicate that fails rolls the batch
+//!   back as retryable. Under the lock this never fires; it guards the contract in depth.
+//! - **Durable before acknowledged:** `COMMIT` with PostgreSQL's default `synchronous_commit`.
+//! - **The database clock:** a write transaction reads `clock_timestamp()` as it takes the lock,
+//!   and expiry decisions of that batch use it, so replicas agree on what has expired.
+//! - **Commits by others:** each commit sends `NOTIFY` with its revision; [`follow`] turns
+//!   those (or, where LISTEN is missing, a timer) into the engine's change feed.
+//!
+//! The trait is synchronous (the engine calls it from its writer thread and the blocking pool);
+//! the backend drives tokio-postgres on a small runtime of its own and blocks on it there.
+
+mod follow;
+mod schema;
+mod txn;
+
+use std::future::Future;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+use self::schema::{MIGRATIONS, STORE_FORMAT, Sql};
+use self::txn::PgTxn;
+use super::{Backend, Follower, ReadTxn, WriteTxn, WriterExclusion};
+use crate::error::StorageError;
+
+/// How a replica learns about commits made by the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowMode {
+    /// LISTEN for the doorbell every commit rings, with a slow timer as a safety net.
+    Notify,
+    /// Poll the revision on a timer, for engines without LISTEN/NOTIFY.
+    Poll(Duration),
+}
+
+/// Where and how to open a PostgreSQL-backed store.
+#[derive(Debug, Clone)]
+pub struct PostgresOptions {
+    /// A libpq-style URL or key=value string, e.g. `postgres://user@127.0.0.1:5432/db`.
+    pub url: String,
+    /// The schema holding the store's tables; created if missing. Several stores can share a
+    /// database under different schemas.
+    pub schema: String,
+    /// Connections this process keeps to the database (plus one for LISTEN).
+    pub pool_size: usize,
+    /// Take expiry decisions by the database's clock (the default), not this process's.
+    pub database_clock: bool,
+    pub follow: FollowMode,
+    /// **Test only.** Drop every guard against concurrent writers: no lock on the revision row,
+    /// no version predicates. Exists so the lost-update test can show that it catches lost
+    /// updates; never set it on data you care about.
+    pub unguarded: bool,
+}
+
+impl PostgresOptions {
+    pub fn new(url: impl Into<String>) -> PostgresOptions {
+        PostgresOptions {
+            url: url.into(),
+            schema: "state".into(),
+            pool_size: 16,
+            database_clock: true,
+            follow: FollowMode::Notify,
+            unguarded: false,
+        }
+    }
+}
+
+pub struct PostgresBackend {
+    /// Drives the connections; `None` only while dropping.
+    runtime: Option<tokio::runtime::Runtime>,
+    handle: tokio::runtime::Handle,
+    pool: Pool,
+    config: tokio_postgres::Config,
+    sql: Sql,
+    options: PostgresOptions,
+}
+
+impl std::fmt::Debug for PostgresBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresBackend").field("schema", &self.options.schema).finish_non_exhaustive()
+    }
+}
+
+impl PostgresBackend {
+    /// Connects, creates the schema and applies pending migrations (under an advisory lock, so
+    /// replicas starting together apply each migration once), and checks the store format.
+    pub fn open(options: PostgresOptions) -> Result<PostgresBackend, StorageError> {
+        let config: tokio_postgres::Config =
+            options.url.parse().map_err(|e| StorageError::Other(format!("the PostgreSQL URL does not parse: {e}")))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("state-postgres")
+            .enable_all()
+            .build()
+            .map_err(|e| StorageError::Other(format!("cannot start the PostgreSQL client runtime: {e}")))?;
+        let handle = runtime.handle().clone();
+        let manager =
+            Manager::from_config(config.clone(), NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = {
+            let _entered = handle.enter();
+            Pool::builder(manager)
+                .max_size(options.pool_size.max(1))
+                .runtime(deadpool_postgres::Runtime::Tokio1)
+                .wait_timeout(Some(Duration::from_secs(30)))
+                .create_timeout(Some(Duration::from_secs(10)))
+                .build()
+                .map_err(|e| StorageError::Other(format!("cannot build the PostgreSQL pool: {e}")))?
+        };
+        let backend =
+            PostgresBackend { runtime: Some(runtime), handle, pool, config, sql: Sql::new(&options.schema), options };
+        backend.migrate()?;
+        Ok(backend)
+    }
+
+    /// Runs `future` to completion on this backend's runtime, from any thread (including one
+    /// inside another runtime: it blocks that thread, which the engine never does on a worker).
+    fn block<F: Future>(&self, future: F) -> F::Output {
+        let _entered = self.handle.enter();
+        futures_executor::block_on(future)
+    }
+
+    async fn connection(&self) -> Result<deadpool_postgres::Object, StorageError> {
+        self.pool.get().await.map_err(|e| StorageError::Retryable(format!("cannot reach PostgreSQL: {e}")))
+    }
+
+    fn migrate(&self) -> Result<(), StorageError> {
+        self.block(async {
+            let mut client = self.connection().await?;
+            let txn = client.transaction().await.map_err(txn::storage)?;
+            // One key per schema: replicas of one store wait for each other, other stores don't.
+            txn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&format!("state-migrate:{}", self.sql.schema)])
+                .await
+                .map_err(txn::storage)?;
+            let s = &self.sql.schema;
+            txn.batch_execute(&format!(
+                "CREATE SCHEMA IF NOT EXISTS {s}; CREATE TABLE IF NOT EXISTS {s}.migrations \
+                 (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            ))
+            .await
+            .map_err(txn::storage)?;
+            let applied: Vec<i32> = txn
+                .query(&format!("SELECT version FROM {s}.migrations"), &[])
+                .await
+                .map_err(txn::storage)?
+                .iter()
+                .map(|row| row.get(0))
+                .collect();
+            for (version, script) in MIGRATIONS {
+                if applied.contains(version) {
+                    continue;
+                }
+                txn.batch_execute(&script.replace("{s}", s)).await.map_err(txn::storage)?;
+                txn.execute(&format!("INSERT INTO {s}.migrations (version) VALUES ($1)"), &[version])
+                    .await
+                    .map_err(txn::storage)?;
+                tracing::info!(schema = %self.options.schema, version, "applied PostgreSQL migration");
+            }
+            let format: i32 = txn
+                .query_one(&format!("SELECT format FROM {s}.meta WHERE id = 1"), &[])
+                .await
+                .map_err(txn::storage)?
+                .get(0);
+            if format > STORE_FORMAT {
+                return Err(StorageError::Corrupt(format!(
+                    "store format {format} is newer than this build understands ({STORE_FORMAT}); upgrade the server"
+                )));
+            }
+            txn.commit().await.map_err(txn::storage)
+        })
+    }
+
+    pub fn options(&self) -> &PostgresOptions {
+        &self.options
+    }
+}
+
+impl Drop for PostgresBackend {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks, which is refused inside another runtime; nothing waits
+        // on these connections any more, so let them close in the background.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Backend for PostgresBackend {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn writer_exclusion(&self) -> WriterExclusion {
+        WriterExclusion::Database
+    }
+
+    fn begin_read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
+        Ok(Box::new(PgTxn::begin_read(self)?))
+    }
+
+    fn begin_write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
+        Ok(Box::new(PgTxn::begin_write(self)?))
+    }
+
+    fn size_on_disk(&self) -> Option<u64> {
+        None
+    }
+
+    fn follow(&self, on_commit: Box<dyn Fn(u64) + Send + Sync>) -> Result<Option<Follower>, StorageError> {
+        Ok(Some(follow::spawn(self, on_commit)))
+    }
+}

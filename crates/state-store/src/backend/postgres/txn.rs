@@ -1,0 +1,562 @@
+//! Read and write transactions on one pooled connection.
+//!
+//! A read transaction is `REPEATABLE READ, READ ONLY`: one snapshot for all its statements. A
+//! write transaction is `READ COMMITTED` behind the lock on the `meta` row (see the module
+//! above): once it holds the lock no other writer can commit, so each statement it runs sees
+//! exactly the last commit plus its own changes.
+//!
+//! Events are buffered and inserted in one statement before anything reads history and at
+//! commit, so a batch of N writes costs N round trips for its entries, not 2N.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::ops::RangeInclusive;
+
+use deadpool_postgres::Object;
+use state_core::ops::history::KeyFilter;
+use state_core::{Action, Entry, Event, EventKind, UnixMillis};
+use tokio_postgres::Row;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+
+use super::PostgresBackend;
+use crate::backend::{Order, ReadTxn, WriteTxn};
+use crate::error::StorageError;
+
+/// Rows fetched per round trip of a scan or a history walk; the visitor may stop early.
+const PAGE: i64 = 256;
+
+pub(super) struct PgTxn<'a> {
+    backend: &'a PostgresBackend,
+    /// Taken by `commit` or `Drop`, which hand the connection back.
+    client: Option<Object>,
+    write: Option<WriteState>,
+    /// A read transaction's meta row, read once on first use.
+    meta: Cell<Option<(u64, u64, u64)>>,
+}
+
+struct WriteState {
+    revision: u64,
+    compacted: u64,
+    /// `clock_timestamp()` when the lock was granted.
+    now: UnixMillis,
+    /// What this transaction saw of each key (its version, or absent): the predicate its write
+    /// to that key carries.
+    observed: RefCell<HashMap<String, Option<u64>>>,
+    /// Appended but not yet inserted, each with its sequence number within its revision.
+    events: RefCell<Vec<(Event, i32)>>,
+    next_seq: Option<(u64, i32)>,
+    user_keys: i64,
+    new_revision: Option<u64>,
+}
+
+impl<'a> PgTxn<'a> {
+    pub(super) fn begin_read(backend: &'a PostgresBackend) -> Result<PgTxn<'a>, StorageError> {
+        let client = backend.block(async {
+            let client = backend.connection().await?;
+            client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").await.map_err(storage)?;
+            Ok::<_, StorageError>(client)
+        })?;
+        Ok(PgTxn { backend, client: Some(client), write: None, meta: Cell::new(None) })
+    }
+
+    pub(super) fn begin_write(backend: &'a PostgresBackend) -> Result<PgTxn<'a>, StorageError> {
+        let sql = &backend.sql;
+        let lock = if backend.options.unguarded { &sql.read_meta_unlocked } else { &sql.lock_meta };
+        let (client, row) = backend.block(async {
+            let client = backend.connection().await?;
+            client.batch_execute("BEGIN").await.map_err(storage)?;
+            let statement = client.prepare_cached(lock).await.map_err(storage)?;
+            let row = client.query_one(&statement, &[]).await.map_err(storage)?;
+            Ok::<_, StorageError>((client, row))
+        })?;
+        let write = WriteState {
+            revision: unsigned(row.get::<_, i64>(0))?,
+            compacted: unsigned(row.get::<_, i64>(1))?,
+            now: UnixMillis(unsigned(row.get::<_, i64>(2))?),
+            observed: RefCell::new(HashMap::new()),
+            events: RefCell::new(Vec::new()),
+            next_seq: None,
+            user_keys: 0,
+            new_revision: None,
+        };
+        Ok(PgTxn { backend, client: Some(client), write: Some(write), meta: Cell::new(None) })
+    }
+
+    fn client(&self) -> Result<&Object, StorageError> {
+        self.client.as_ref().ok_or_else(|| StorageError::Other("transaction already finished".into()))
+    }
+
+    fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StorageError> {
+        let client = self.client()?;
+        self.backend.block(async {
+            let statement = client.prepare_cached(sql).await.map_err(storage)?;
+            client.query(&statement, params).await.map_err(storage)
+        })
+    }
+
+    fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, StorageError> {
+        let client = self.client()?;
+        self.backend.block(async {
+            let statement = client.prepare_cached(sql).await.map_err(storage)?;
+            client.execute(&statement, params).await.map_err(storage)
+        })
+    }
+
+    fn read_meta(&self) -> Result<(u64, u64, u64), StorageError> {
+        if let Some(meta) = self.meta.get() {
+            return Ok(meta);
+        }
+        let rows = self.query(&self.backend.sql.read_meta, &[])?;
+        let row = rows.first().ok_or_else(|| StorageError::Corrupt("the meta row is missing".into()))?;
+        let meta = (unsigned(row.get::<_, i64>(0))?, unsigned(row.get::<_, i64>(1))?, unsigned(row.get::<_, i64>(2))?);
+        self.meta.set(Some(meta));
+        Ok(meta)
+    }
+
+    fn observe(&self, key: &str, version: Option<u64>) {
+        if let Some(write) = &self.write {
+            write.observed.borrow_mut().entry(key.to_owned()).or_insert(version);
+        }
+    }
+
+    /// Inserts buffered events, so history reads and the commit see them.
+    fn flush_events(&self) -> Result<(), StorageError> {
+        let Some(write) = &self.write else { return Ok(()) };
+        let events = std::mem::take(&mut *write.events.borrow_mut());
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut columns = EventColumns::default();
+        for (event, seq) in &events {
+            columns.push(event, *seq)?;
+        }
+        let sql =
+            if self.backend.options.unguarded { &self.backend.sql.append_unguarded } else { &self.backend.sql.append };
+        self.execute(
+            sql,
+            &[
+                &columns.revision,
+                &columns.seq,
+                &columns.key,
+                &columns.kind,
+                &columns.action,
+                &columns.version,
+                &columns.agent_id,
+                &columns.time,
+                &columns.value,
+            ],
+        )?;
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct EventColumns {
+    revision: Vec<i64>,
+    seq: Vec<i32>,
+    key: Vec<String>,
+    kind: Vec<i16>,
+    action: Vec<i16>,
+    version: Vec<i64>,
+    agent_id: Vec<Option<String>>,
+    time: Vec<i64>,
+    value: Vec<Option<String>>,
+}
+
+impl EventColumns {
+    fn push(&mut self, event: &Event, seq: i32) -> Result<(), StorageError> {
+        self.revision.push(signed(event.revision)?);
+        self.seq.push(seq);
+        self.key.push(event.key.clone());
+        self.kind.push(kind_code(event.kind));
+        self.action.push(event.action.map_or(0, |a| i16::from(a.code())));
+        self.version.push(signed(event.version)?);
+        self.agent_id.push(event.agent_id.clone());
+        self.time.push(signed(event.time.0)?);
+        self.value.push(event.value.as_ref().map(|v| v.to_string()));
+        Ok(())
+    }
+}
+
+impl ReadTxn for PgTxn<'_> {
+    fn revision(&self) -> Result<u64, StorageError> {
+        match &self.write {
+            Some(write) => Ok(write.new_revision.unwrap_or(write.revision)),
+            None => Ok(self.read_meta()?.0),
+        }
+    }
+
+    fn compacted_revision(&self) -> Result<u64, StorageError> {
+        match &self.write {
+            Some(write) => Ok(write.compacted),
+            None => Ok(self.read_meta()?.1),
+        }
+    }
+
+    fn get(&self, key: &str) -> Result<Option<Entry>, StorageError> {
+        let rows = self.query(&self.backend.sql.get, &[&key])?;
+        let entry = rows.first().map(decode_entry).transpose()?;
+        self.observe(key, entry.as_ref().map(|e| e.version));
+        Ok(entry)
+    }
+
+    fn scan(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        visit: &mut dyn FnMut(Entry) -> bool,
+    ) -> Result<(), StorageError> {
+        let mut cursor: Option<String> = after.filter(|a| *a >= prefix).map(str::to_owned);
+        loop {
+            // Each page is fetched whole before it is visited, so a visitor may read other keys.
+            let rows = match &cursor {
+                Some(after) => self.query(&self.backend.sql.scan_after, &[after, &PAGE])?,
+                None => self.query(&self.backend.sql.scan_from, &[&prefix, &PAGE])?,
+            };
+            let complete = (rows.len() as i64) < PAGE;
+            for row in &rows {
+                let entry = decode_entry(row)?;
+                if !entry.key.starts_with(prefix) {
+                    return Ok(());
+                }
+                self.observe(&entry.key, Some(entry.version));
+                cursor = Some(entry.key.clone());
+                if !visit(entry) {
+                    return Ok(());
+                }
+            }
+            if complete {
+                return Ok(());
+            }
+        }
+    }
+
+    fn key_count(&self) -> Result<u64, StorageError> {
+        let (_, _, stored) = match &self.write {
+            // A write transaction's own changes are not in the row yet.
+            Some(write) => {
+                let rows = self.query(&self.backend.sql.read_meta, &[])?;
+                let row = rows.first().ok_or_else(|| StorageError::Corrupt("the meta row is missing".into()))?;
+                let stored = unsigned(row.get::<_, i64>(2))?;
+                return Ok(stored.saturating_add_signed(write.user_keys));
+            }
+            None => self.read_meta()?,
+        };
+        Ok(stored)
+    }
+
+    fn expired_before(&self, now: UnixMillis, limit: usize) -> Result<Vec<Entry>, StorageError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.query(&self.backend.sql.expired, &[&signed(now.0)?, &limit])?;
+        let entries = rows.iter().map(decode_entry).collect::<Result<Vec<_>, _>>()?;
+        for entry in &entries {
+            self.observe(&entry.key, Some(entry.version));
+        }
+        Ok(entries)
+    }
+
+    fn history(
+        &self,
+        keys: &KeyFilter,
+        revisions: RangeInclusive<u64>,
+        order: Order,
+        visit: &mut dyn FnMut(Event) -> bool,
+    ) -> Result<(), StorageError> {
+        self.flush_events()?;
+        let (filter, key): (usize, &str) = match keys {
+            KeyFilter::All => (0, ""),
+            KeyFilter::UserKeys => (1, ""),
+            KeyFilter::Exact(key) => (2, key),
+            KeyFilter::Prefix(prefix) => (3, prefix),
+        };
+        let descending = order == Order::Descending;
+        let sql = self.backend.sql.history(filter, descending);
+        let (low, high) = (signed(*revisions.start())?, signed((*revisions.end()).min(i64::MAX as u64))?);
+        // Keyset pagination: resume after the last (revision, seq) handed over.
+        let mut resume: (i64, i32) = if descending { (high + 1, -1) } else { (low - 1, i32::MAX) };
+        loop {
+            let rows = self.query(sql, &[&low, &high, &PAGE, &key, &resume.0, &resume.1])?;
+            let complete = (rows.len() as i64) < PAGE;
+            for row in &rows {
+                resume = (row.get(0), row.get(8));
+                let event = decode_event(row)?;
+                if keys.matches(&event.key) && !visit(event) {
+                    return Ok(());
+                }
+            }
+            if complete {
+                return Ok(());
+            }
+        }
+    }
+}
+
+impl WriteTxn for PgTxn<'_> {
+    fn put(&mut self, entry: &Entry) -> Result<(), StorageError> {
+        let sql = &self.backend.sql;
+        let system = state_core::keyspace::is_system(&entry.key);
+        let value = entry.value.to_string();
+        let (version, create, modified, updated) = (
+            signed(entry.version)?,
+            signed(entry.create_revision)?,
+            signed(entry.mod_revision)?,
+            signed(entry.updated_at.0)?,
+        );
+        let expires = entry.expires_at.map(|at| signed(at.0)).transpose()?;
+        let params: [&(dyn ToSql + Sync); 9] =
+            [&entry.key, &system, &value, &version, &create, &modified, &updated, &expires, &entry.agent_id];
+        let observed = self.guarded().and_then(|w| w.observed.borrow().get(&entry.key).copied());
+        let inserted = match observed {
+            Some(Some(seen)) => {
+                let seen = signed(seen)?;
+                let mut with_seen: Vec<&(dyn ToSql + Sync)> = params.to_vec();
+                with_seen.push(&seen);
+                if self.execute(&sql.update_version, &with_seen)? == 0 {
+                    return Err(changed_underneath(&entry.key));
+                }
+                false
+            }
+            Some(None) => {
+                if self.query(&sql.insert_absent, &params)?.is_empty() {
+                    return Err(changed_underneath(&entry.key));
+                }
+                true
+            }
+            None => self.query(&sql.upsert, &params)?.first().is_some_and(|row| row.get::<_, bool>(0)),
+        };
+        let write = self.write_state()?;
+        if inserted && !system {
+            write.user_keys += 1;
+        }
+        write.observed.borrow_mut().insert(entry.key.clone(), Some(entry.version));
+        Ok(())
+    }
+
+    fn delete(&mut self, key: &str) -> Result<(), StorageError> {
+        let sql = &self.backend.sql;
+        let observed = self.guarded().and_then(|w| w.observed.borrow().get(key).copied());
+        let rows = match observed {
+            Some(Some(seen)) => {
+                let rows = self.query(&sql.delete_version, &[&key, &signed(seen)?])?;
+                if rows.is_empty() {
+                    return Err(changed_underneath(key));
+                }
+                rows
+            }
+            _ => self.query(&sql.delete, &[&key])?,
+        };
+        let write = self.write_state()?;
+        if rows.first().is_some_and(|row| !row.get::<_, bool>(0)) {
+            write.user_keys -= 1;
+        }
+        write.observed.borrow_mut().insert(key.to_owned(), None);
+        Ok(())
+    }
+
+    fn append(&mut self, event: &Event) -> Result<(), StorageError> {
+        let write = self.write_state()?;
+        let seq = match write.next_seq {
+            Some((revision, seq)) if revision == event.revision => seq,
+            _ => 0,
+        };
+        write.next_seq = Some((event.revision, seq + 1));
+        write.events.borrow_mut().push((event.clone(), seq));
+        Ok(())
+    }
+
+    fn set_revision(&mut self, revision: u64) -> Result<(), StorageError> {
+        self.write_state()?.new_revision = Some(revision);
+        Ok(())
+    }
+
+    fn clear(&mut self, compacted_through: u64) -> Result<u64, StorageError> {
+        self.flush_events()?;
+        let sql = &self.backend.sql;
+        let removed = self.query(&sql.clear, &[])?.first().map_or(0, |row| row.get::<_, i64>(0));
+        self.execute(&sql.set_compacted, &[&signed(compacted_through)?])?;
+        let stored = self.query(&sql.read_meta, &[])?.first().map_or(0, |row| row.get::<_, i64>(2));
+        let write = self.write_state()?;
+        write.user_keys = -stored;
+        write.compacted = compacted_through;
+        write.next_seq = None;
+        write.observed.borrow_mut().clear();
+        unsigned(removed)
+    }
+
+    fn compact(&mut self, through: u64, limit: usize) -> Result<u64, StorageError> {
+        self.flush_events()?;
+        let compacted = self.write_state()?.compacted;
+        if through <= compacted {
+            return Ok(compacted);
+        }
+        let sql = &self.backend.sql;
+        let (from, to) = (signed(compacted)?, signed(through)?);
+        // The revision of the `limit`th event: compaction ends with it, whole revisions only.
+        let offset = i64::try_from(limit.saturating_sub(1)).unwrap_or(i64::MAX);
+        let last =
+            self.query(&sql.compaction_boundary, &[&from, &to, &offset])?.first().map(|row| row.get::<_, i64>(0));
+        let end = last.unwrap_or(to);
+        self.execute(&sql.compact, &[&from, &end])?;
+        let more = self.query(&sql.events_left, &[&end, &to])?.first().is_some_and(|row| row.get::<_, bool>(0));
+        let new = if more { unsigned(end)? } else { through };
+        self.execute(&sql.set_compacted, &[&signed(new)?])?;
+        self.write_state()?.compacted = new;
+        Ok(new)
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<(), StorageError> {
+        self.flush_events()?;
+        let sql = &self.backend.sql;
+        let (user_keys, new_revision) = {
+            let write = self.write_state()?;
+            (write.user_keys, write.new_revision)
+        };
+        if user_keys != 0 {
+            self.execute(&sql.add_user_keys, &[&user_keys])?;
+        }
+        if let Some(revision) = new_revision {
+            let set = if self.backend.options.unguarded { &sql.set_revision_unguarded } else { &sql.set_revision };
+            self.execute(set, &[&signed(revision)?])?;
+            // Delivered to listeners when (and only if) this transaction commits.
+            self.query(&sql.notify, &[&sql.channel, &revision.to_string()])?;
+        }
+        let client = self.client.take().ok_or_else(|| StorageError::Other("transaction already finished".into()))?;
+        self.backend.block(client.batch_execute("COMMIT")).map_err(|e| {
+            if e.is_closed() || e.code().is_none() {
+                // The COMMIT may or may not have reached the database: never retry blindly.
+                StorageError::Other(format!(
+                    "the connection to PostgreSQL failed during COMMIT, so whether the batch committed is unknown: {e}"
+                ))
+            } else {
+                storage(e)
+            }
+        })
+    }
+
+    fn database_now(&self) -> Option<UnixMillis> {
+        self.write.as_ref().filter(|_| self.backend.options.database_clock).map(|w| w.now)
+    }
+}
+
+impl PgTxn<'_> {
+    fn write_state(&mut self) -> Result<&mut WriteState, StorageError> {
+        self.write.as_mut().ok_or_else(|| StorageError::Other("not a write transaction".into()))
+    }
+
+    /// The write state, unless the test-only switch dropped the predicates.
+    fn guarded(&self) -> Option<&WriteState> {
+        self.write.as_ref().filter(|_| !self.backend.options.unguarded)
+    }
+}
+
+impl Drop for PgTxn<'_> {
+    fn drop(&mut self) {
+        // A read transaction ends; a write transaction that was not committed is rolled back.
+        // Either way the connection goes back to the pool once the database has answered, in
+        // the background, so dropping never waits.
+        let Some(client) = self.client.take() else { return };
+        let end = if self.write.is_some() { "ROLLBACK" } else { "COMMIT" };
+        self.backend.handle.spawn(async move {
+            if client.batch_execute(end).await.is_err() {
+                // The connection is broken: keep it out of the pool.
+                let _ = Object::take(client);
+            }
+        });
+    }
+}
+
+fn changed_underneath(key: &str) -> StorageError {
+    StorageError::Retryable(format!("key `{key}` changed under this transaction"))
+}
+
+/// A PostgreSQL error as a domain error: connection loss and the transient conflicts are
+/// retryable (nothing was committed); anything else is not.
+pub(super) fn storage(e: tokio_postgres::Error) -> StorageError {
+    let transient = [
+        SqlState::T_R_SERIALIZATION_FAILURE,
+        SqlState::T_R_DEADLOCK_DETECTED,
+        SqlState::LOCK_NOT_AVAILABLE,
+        SqlState::ADMIN_SHUTDOWN,
+        SqlState::CRASH_SHUTDOWN,
+        SqlState::CANNOT_CONNECT_NOW,
+        SqlState::TOO_MANY_CONNECTIONS,
+        SqlState::UNIQUE_VIOLATION,
+    ];
+    match e.code() {
+        None => StorageError::Retryable(format!("PostgreSQL connection: {e}")),
+        Some(code) if transient.contains(code) || code.code().starts_with("08") => {
+            StorageError::Retryable(format!("PostgreSQL: {e}"))
+        }
+        Some(_) => {
+            StorageError::Other(format!("PostgreSQL: {}", e.as_db_error().map_or(e.to_string(), |d| d.to_string())))
+        }
+    }
+}
+
+fn signed(n: u64) -> Result<i64, StorageError> {
+    i64::try_from(n).map_err(|_| StorageError::Other(format!("{n} does not fit PostgreSQL's bigint")))
+}
+
+fn unsigned(n: i64) -> Result<u64, StorageError> {
+    u64::try_from(n).map_err(|_| StorageError::Corrupt(format!("negative number {n} in a counter column")))
+}
+
+fn kind_code(kind: EventKind) -> i16 {
+    match kind {
+        EventKind::Put => 1,
+        EventKind::Delete => 2,
+        EventKind::Expired => 3,
+    }
+}
+
+fn decode_json(text: &str, what: &str) -> Result<serde_json::Value, StorageError> {
+    serde_json::from_str(text).map_err(|e| StorageError::Corrupt(format!("{what} is not JSON: {e}")))
+}
+
+/// Decodes `key, value, version, create_revision, mod_revision, updated_at, expires_at, agent_id`.
+fn decode_entry(row: &Row) -> Result<Entry, StorageError> {
+    let key: String = row.get(0);
+    Ok(Entry {
+        value: decode_json(row.get(1), &format!("the value of `{key}`"))?,
+        version: unsigned(row.get(2))?,
+        create_revision: unsigned(row.get(3))?,
+        mod_revision: unsigned(row.get(4))?,
+        updated_at: UnixMillis(unsigned(row.get(5))?),
+        expires_at: row.get::<_, Option<i64>>(6).map(unsigned).transpose()?.map(UnixMillis),
+        agent_id: row.get(7),
+        key,
+    })
+}
+
+/// Decodes `revision, key, kind, action, version, agent_id, time, value`.
+fn decode_event(row: &Row) -> Result<Event, StorageError> {
+    let kind = match row.get::<_, i16>(2) {
+        1 => EventKind::Put,
+        2 => EventKind::Delete,
+        3 => EventKind::Expired,
+        other => return Err(StorageError::Corrupt(format!("unknown event kind {other}"))),
+    };
+    let action = match row.get::<_, i16>(3) {
+        0 => None,
+        code => Some(
+            u8::try_from(code)
+                .ok()
+                .and_then(Action::from_code)
+                .ok_or_else(|| StorageError::Corrupt(format!("unknown event action {code}")))?,
+        ),
+    };
+    let key: String = row.get(1);
+    let value =
+        row.get::<_, Option<&str>>(7).map(|v| decode_json(v, &format!("an event value of `{key}`"))).transpose()?;
+    Ok(Event {
+        revision: unsigned(row.get(0))?,
+        kind,
+        action,
+        version: unsigned(row.get(4))?,
+        agent_id: row.get(5),
+        time: UnixMillis(unsigned(row.get(6))?),
+        value,
+        key,
+    })
+}
