@@ -79,6 +79,12 @@ impl HttpServer {
         self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
+    /// SIGKILL: the process dies at once, mid-request, as in a crash.
+    pub fn kill(&mut self) -> Result<ExitStatus> {
+        self.child.kill()?;
+        Ok(self.child.wait()?)
+    }
+
     /// SIGTERM, then waits (bounded) for the process to exit.
     pub fn terminate(&mut self) -> Result<ExitStatus> {
         let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status()?;

@@ -21,7 +21,7 @@ fn put(http: &HttpClient, key: &str, value: Value) -> u64 {
 }
 
 /// The next event that is not a keep-alive comment, within [`PATIENCE`].
-fn next_event(stream: &mut SseStream) -> SseEvent {
+pub(crate) fn next_event(stream: &mut SseStream) -> SseEvent {
     let deadline = std::time::Instant::now() + PATIENCE;
     loop {
         stream
