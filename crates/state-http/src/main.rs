@@ -96,7 +96,7 @@ struct Cli {
 struct PostgresArgs {
     /// Keep the store in this PostgreSQL database instead of --db; any number of state-http
     /// replicas may serve it at once (e.g. postgres://state@10.0.0.5/state)
-    #[arg(long, env = "STATE_POSTGRES_URL", value_name = "URL")]
+    #[arg(long, env = "STATE_POSTGRES_URL", value_name = "URL", conflicts_with = "standalone")]
     postgres: Option<String>,
 
     /// Schema holding the store's tables (created if missing); one database can hold several stores

@@ -667,3 +667,16 @@ fn expiry_is_decided_once_for_all_replicas() {
     let ops: Vec<String> = history(&a.client(), "tmp/").iter().map(|e| e["op"].as_str().unwrap().to_owned()).collect();
     assert_eq!(ops, ["put", "expired", "put"], "{ops:?}");
 }
+
+#[test]
+fn a_retry_through_another_replica_returns_the_first_result_and_writes_once() {
+    let Some(store) = Store::new("retry") else { return };
+    let (a, b) = (store.replica(&[]), store.replica(&[]));
+    let put = |server: &HttpServer| {
+        let http = server.client().with_header("Idempotency-Key", "deploy-42");
+        expect(&http.request("PUT", "/v1/kv/deploys", &[("If-None-Match", "*")], Some(b"42")).unwrap(), 200)
+    };
+    // The client lost A's answer and retried through B: the first result, not a 412.
+    assert_eq!(put(&a), put(&b));
+    assert_eq!(history(&b.client(), "deploys").len(), 1, "written once");
+}

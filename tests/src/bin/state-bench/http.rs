@@ -19,23 +19,23 @@ use state_e2e::HttpServer;
 
 use crate::{ms, percentile, tempfile_dir, value_256};
 
-type HttpClient = Client<HttpConnector, Full<Bytes>>;
+pub(crate) type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Transport {
+pub(crate) enum Transport {
     Rest,
     Mcp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Workload {
+pub(crate) enum Workload {
     Read,
     Write,
     Cas,
 }
 
 impl Workload {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Workload::Read => "reads",
             Workload::Write => "unconditional writes",
@@ -45,7 +45,7 @@ impl Workload {
 }
 
 const CLIENTS: [usize; 3] = [1, 8, 64];
-const READ_KEYS: usize = 1000;
+pub(crate) const READ_KEYS: usize = 1000;
 
 pub(crate) async fn run(server: &Path, duration: Duration) -> Result<()> {
     println!("## HTTP: REST and /mcp throughput (state-http, fresh database, keep-alive connections)\n");
@@ -142,7 +142,7 @@ async fn writes(client: &HttpClient, base: &str) -> Result<Writes> {
 }
 
 /// `clients` tasks run `workload` for `duration`; every call must succeed.
-async fn load(
+pub(crate) async fn load(
     client: &HttpClient,
     base: &str,
     transport: Transport,
@@ -249,7 +249,7 @@ async fn call(
 }
 
 /// Sends a request; returns the status, the ETag, and the body.
-async fn send(
+pub(crate) async fn send(
     client: &HttpClient,
     method: &str,
     url: &str,
@@ -267,9 +267,15 @@ async fn send(
     Ok((status, etag, String::from_utf8_lossy(&bytes).into_owned()))
 }
 
+/// The PostgreSQL the benchmarks use: `STATE_BENCH_PG` (a connection string), or the local
+/// one on 127.0.0.1:5432 as postgres.
+pub(crate) fn pg_target() -> String {
+    std::env::var("STATE_BENCH_PG").unwrap_or_else(|_| "host=127.0.0.1 user=postgres dbname=postgres".into())
+}
+
 /// pgbench's rate of single-row upserts (fsync on, synchronous commit) with 64 clients on the
 /// local PostgreSQL, as `STATE_BENCH_PG` (a connection string) or 127.0.0.1:5432 as postgres.
-async fn pgbench(duration: Duration) -> Result<f64> {
+pub(crate) async fn pgbench(duration: Duration) -> Result<f64> {
     let dir = tempfile_dir::Dir::new()?;
     let script = dir.path().join("upsert.sql");
     std::fs::write(
@@ -278,8 +284,7 @@ async fn pgbench(duration: Duration) -> Result<f64> {
          INSERT INTO state_bench (k, v) VALUES (:id, repeat('x', 236)) \
          ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v, version = state_bench.version + 1;\n",
     )?;
-    let target =
-        std::env::var("STATE_BENCH_PG").unwrap_or_else(|_| "host=127.0.0.1 user=postgres dbname=postgres".into());
+    let target = pg_target();
     let setup = "DROP TABLE IF EXISTS state_bench; \
                  CREATE TABLE state_bench (k bigint PRIMARY KEY, v text NOT NULL, version bigint NOT NULL DEFAULT 1);";
     let psql = tokio::process::Command::new("psql").args([&target, "-q", "-c", setup]).output().await?;

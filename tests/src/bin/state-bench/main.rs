@@ -6,6 +6,7 @@
 
 mod http;
 mod knowledge;
+mod replicas;
 mod tui;
 mod watch;
 
@@ -49,7 +50,7 @@ struct Args {
     /// Keys in the store the inspector opens
     #[arg(long, default_value_t = 100_000)]
     tui_keys: usize,
-    /// Only run sections whose name contains this (engine, knowledge, mcp, http, tui)
+    /// Only run sections whose name contains this (engine, knowledge, mcp, http, replicas, tui)
     #[arg(long)]
     only: Option<String>,
 }
@@ -86,6 +87,12 @@ fn main() -> Result<()> {
         match &args.http_server {
             Some(server) => runtime.block_on(http::run(server, duration))?,
             None => println!("(HTTP sections skipped: pass --http-server PATH)\n"),
+        }
+    }
+    if wants("replicas") {
+        match &args.http_server {
+            Some(server) => runtime.block_on(replicas::run(server, duration))?,
+            None => println!("(replica sections skipped: pass --http-server PATH)\n"),
         }
     }
     if wants("tui") {
