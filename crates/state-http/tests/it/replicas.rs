@@ -206,6 +206,26 @@ fn assert_no_lost_update(http: &HttpClient, keys: &[String], tally: &Tally, pref
     }
 }
 
+/// Creates the counters through `a`, then runs [`cas_workload`] in the background.
+fn counting_in_background(
+    a: &HttpServer,
+    replicas: [&Replica; 2],
+    keys: &[String],
+    attempts: usize,
+) -> thread::JoinHandle<Tally> {
+    create_counters(&a.client(), keys);
+    let (ra, rb, keys) = (replicas[0].clone(), replicas[1].clone(), keys.to_vec());
+    thread::spawn(move || cas_workload(&[ra, rb], &keys, 16, attempts))
+}
+
+/// SIGKILLs a replica and starts it again on the same address, as a supervisor would.
+fn kill_and_restart(store: &Store, replica: &mut HttpServer) -> HttpServer {
+    replica.kill().unwrap();
+    let address = replica.addr.to_string();
+    thread::sleep(Duration::from_millis(200));
+    store.replica(&["--listen", address.as_str()])
+}
+
 fn counter_keys(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("cas/{i}")).collect()
 }
@@ -418,17 +438,10 @@ fn a_replica_killed_mid_workload_and_restarted_loses_nothing_acknowledged() {
     let a = store.replica(&[]);
     let mut b = store.replica(&[]);
     let keys = counter_keys(4);
-    create_counters(&a.client(), &keys);
     let (ra, rb) = (Replica::of(&a), Replica::of(&b));
-    let workload = {
-        let (ra, rb, keys) = (ra.clone(), rb.clone(), keys.clone());
-        thread::spawn(move || cas_workload(&[ra, rb], &keys, 16, 80))
-    };
+    let workload = counting_in_background(&a, [&ra, &rb], &keys, 80);
     thread::sleep(Duration::from_millis(700));
-    b.kill().unwrap();
-    let address = b.addr.to_string();
-    thread::sleep(Duration::from_millis(200));
-    let b = store.replica(&["--listen", address.as_str()]);
+    let b = kill_and_restart(&store, &mut b);
     let tally = workload.join().unwrap();
     eprintln!(
         "{} acknowledged, {} conflicts, {} answers lost with the killed replica",
@@ -519,6 +532,18 @@ impl Drop for Cluster {
     }
 }
 
+/// A cluster of the test's own and a store in it; `None` (said on stderr) where the tests
+/// cannot run.
+fn own_cluster(schema: &str) -> Option<(Cluster, Store)> {
+    Store::new(schema)?;
+    let Some(cluster) = Cluster::start() else {
+        eprintln!("SKIPPED: PostgreSQL's server programs (initdb, pg_ctl) are not installed");
+        return None;
+    };
+    let store = Store { url: cluster.url.clone(), schema: schema.into() };
+    Some((cluster, store))
+}
+
 fn is_root() -> bool {
     std::process::Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"))
 }
@@ -560,20 +585,11 @@ fn watched_with_resume(replica: &Replica, prefix: &str, last: u64) -> Vec<(u64, 
 
 #[test]
 fn replicas_ride_out_a_postgresql_restart() {
-    let Some(_) = Store::new("restart") else { return };
-    let Some(cluster) = Cluster::start() else {
-        eprintln!("SKIPPED: PostgreSQL's server programs (initdb, pg_ctl) are not installed");
-        return;
-    };
-    let store = Store { url: cluster.url.clone(), schema: "restart".into() };
+    let Some((cluster, store)) = own_cluster("restart") else { return };
     let (a, b) = (store.replica(&[]), store.replica(&[]));
     let keys = counter_keys(4);
-    create_counters(&a.client(), &keys);
     let (ra, rb) = (Replica::of(&a), Replica::of(&b));
-    let workload = {
-        let (ra, rb, keys) = (ra.clone(), rb.clone(), keys.clone());
-        thread::spawn(move || cas_workload(&[ra, rb], &keys, 16, 100))
-    };
+    let workload = counting_in_background(&a, [&ra, &rb], &keys, 100);
     thread::sleep(Duration::from_millis(600));
     cluster.restart();
     let tally = workload.join().unwrap();
@@ -679,4 +695,88 @@ fn a_retry_through_another_replica_returns_the_first_result_and_writes_once() {
     // The client lost A's answer and retried through B: the first result, not a 412.
     assert_eq!(put(&a), put(&b));
     assert_eq!(history(&b.client(), "deploys").len(), 1, "written once");
+}
+
+/// Sends a mutating call until it gets a definitive answer, under one idempotency key, as a
+/// careful client does when a replica or the database goes away under it: a retry of a call
+/// that did commit gets its first result. Returns the answer and how many tries failed.
+fn until_answered(replica: &Replica, key: &str, path: &str, args: &Value) -> (state_e2e::HttpResponse, u32) {
+    let deadline = Instant::now() + PATIENCE * 2;
+    let mut failed = 0;
+    loop {
+        assert!(Instant::now() < deadline, "{path} never got an answer");
+        match replica.client().with_header("Idempotency-Key", key).json("POST", path, args) {
+            Ok(answer) if answer.status != 503 && answer.status != 500 => return (answer, failed),
+            _ => {
+                failed += 1;
+                thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+#[test]
+fn claimers_ride_out_a_replica_kill_and_a_postgresql_restart() {
+    let Some((cluster, store)) = own_cluster("claims") else { return };
+    let a = store.replica(&[]);
+    let mut b = store.replica(&[]);
+    const RUNS: usize = 160;
+    for i in 0..RUNS {
+        expect(&a.client().json("POST", "/v1/workflows", &json!({"name": "job", "input": i})).unwrap(), 200);
+    }
+    let (ra, rb) = (Replica::of(&a), Replica::of(&b));
+    let log = Arc::new(Mutex::new(Vec::<(String, Claim)>::new()));
+    let failed_tries = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let workers: Vec<_> = (0..16)
+        .map(|i| {
+            let replica = if i % 2 == 0 { ra.clone() } else { rb.clone() };
+            let (log, failed_tries) = (log.clone(), failed_tries.clone());
+            thread::spawn(move || {
+                let worker = format!("worker-{i}");
+                for n in 0.. {
+                    let ask = json!({"agent_id": worker, "name": "job", "lease_ttl_seconds": 60});
+                    let (answer, failed) =
+                        until_answered(&replica, &format!("{worker}/claim/{n}"), "/v1/workflows:claim", &ask);
+                    failed_tries.fetch_add(failed, std::sync::atomic::Ordering::Relaxed);
+                    if answer.status == 404 {
+                        return; // nothing left to claim
+                    }
+                    let body = expect(&answer, 200);
+                    let claimed = Claim {
+                        run_id: body["run_id"].as_str().unwrap().to_owned(),
+                        token: body["token"].as_u64().unwrap(),
+                        attempt: body["attempt"].as_u64().unwrap(),
+                    };
+                    thread::sleep(Duration::from_millis(100)); // the work
+                    let done = json!({"agent_id": worker, "token": claimed.token, "result": {"by": worker}});
+                    let path = format!("/v1/workflows/{}/complete", claimed.run_id);
+                    let (answer, failed) = until_answered(&replica, &format!("{worker}/complete/{n}"), &path, &done);
+                    failed_tries.fetch_add(failed, std::sync::atomic::Ordering::Relaxed);
+                    expect(&answer, 200);
+                    log.lock().unwrap().push((worker.clone(), claimed));
+                }
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(300));
+    let _b = kill_and_restart(&store, &mut b);
+    thread::sleep(Duration::from_millis(300));
+    cluster.restart();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    let log = log.lock().unwrap().clone();
+    eprintln!(
+        "{} runs completed; {} tries failed across the replica kill and the database restart",
+        log.len(),
+        failed_tries.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    let mut by_run: BTreeMap<&str, Vec<&Claim>> = BTreeMap::new();
+    for (_, claimed) in &log {
+        by_run.entry(claimed.run_id.as_str()).or_default().push(claimed);
+    }
+    assert_eq!(by_run.len(), RUNS, "every run was claimed and completed");
+    assert!(by_run.values().all(|c| c.len() == 1 && c[0].attempt == 1), "a run was claimed twice: {by_run:?}");
+    let done = expect(&a.client().get("/v1/workflows?status=completed&limit=1000").unwrap(), 200);
+    assert_eq!(done["runs"].as_array().unwrap().len(), RUNS);
 }

@@ -121,9 +121,11 @@ impl Sql {
             )
         };
         Sql {
+            // A plain identifier within PostgreSQL's 63 bytes; stores whose names collide
+            // here only hear each other's doorbells, which cost a read, never correctness.
             channel: format!(
                 "state_commits_{}",
-                schema.chars().filter(char::is_ascii_alphanumeric).collect::<String>()
+                schema.chars().filter(char::is_ascii_alphanumeric).take(40).collect::<String>()
             ),
             lock_meta: format!(
                 "SELECT revision, compacted, (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM {s}.meta WHERE id = 1 FOR UPDATE"

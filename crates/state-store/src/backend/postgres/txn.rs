@@ -273,8 +273,9 @@ impl ReadTxn for PgTxn<'_> {
         let descending = order == Order::Descending;
         let sql = self.backend.sql.history(filter, descending);
         let (low, high) = (signed(*revisions.start())?, signed((*revisions.end()).min(i64::MAX as u64))?);
-        // Keyset pagination: resume after the last (revision, seq) handed over.
-        let mut resume: (i64, i32) = if descending { (high + 1, -1) } else { (low - 1, i32::MAX) };
+        // Keyset pagination: resume after the last (revision, seq) handed over; sequence
+        // numbers start at 0, so (r, -1) stands just before revision r's first event.
+        let mut resume: (i64, i32) = if descending { (high, -1) } else { (low, -1) };
         loop {
             let rows = self.query(sql, &[&low, &high, &PAGE, &key, &resume.0, &resume.1])?;
             let complete = (rows.len() as i64) < PAGE;
