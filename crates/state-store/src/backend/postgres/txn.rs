@@ -52,24 +52,16 @@ struct WriteState {
 
 impl<'a> PgTxn<'a> {
     pub(super) fn begin_read(backend: &'a PostgresBackend) -> Result<PgTxn<'a>, StorageError> {
-        let client = backend.block(async {
-            let client = backend.connection().await?;
-            client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY").await.map_err(storage)?;
-            Ok::<_, StorageError>(client)
-        })?;
-        Ok(PgTxn { backend, client: Some(client), write: None, meta: Cell::new(None) })
+        let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
+        let (client, row) = backend.block(begin_with(backend, begin, &backend.sql.read_meta))?;
+        let meta = (unsigned(row.get::<_, i64>(0))?, unsigned(row.get::<_, i64>(1))?, unsigned(row.get::<_, i64>(2))?);
+        Ok(PgTxn { backend, client: Some(client), write: None, meta: Cell::new(Some(meta)) })
     }
 
     pub(super) fn begin_write(backend: &'a PostgresBackend) -> Result<PgTxn<'a>, StorageError> {
         let sql = &backend.sql;
         let lock = if backend.options.unguarded { &sql.read_meta_unlocked } else { &sql.lock_meta };
-        let (client, row) = backend.block(async {
-            let client = backend.connection().await?;
-            client.batch_execute("BEGIN").await.map_err(storage)?;
-            let statement = client.prepare_cached(lock).await.map_err(storage)?;
-            let row = client.query_one(&statement, &[]).await.map_err(storage)?;
-            Ok::<_, StorageError>((client, row))
-        })?;
+        let (client, row) = backend.block(begin_with(backend, "BEGIN", lock))?;
         let write = WriteState {
             revision: unsigned(row.get::<_, i64>(0))?,
             compacted: unsigned(row.get::<_, i64>(1))?,
@@ -149,6 +141,21 @@ impl<'a> PgTxn<'a> {
         )?;
         Ok(())
     }
+}
+
+/// A pooled connection with a transaction begun by `begin` and the one row `first` returns,
+/// both sent before either answer is awaited: one round trip, where a snapshot read of the
+/// meta row needs to be the transaction's first statement anyway.
+async fn begin_with(backend: &PostgresBackend, begin: &str, first: &str) -> Result<(Object, Row), StorageError> {
+    let client = backend.connection().await?;
+    let (begun, row) = futures_util::future::join(client.batch_execute(begin), async {
+        let statement = client.prepare_cached(first).await?;
+        client.query_one(&statement, &[]).await
+    })
+    .await;
+    begun.map_err(storage)?;
+    let row = row.map_err(storage)?;
+    Ok((client, row))
 }
 
 #[derive(Default)]
