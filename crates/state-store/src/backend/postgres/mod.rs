@@ -21,6 +21,7 @@
 //! the backend drives tokio-postgres on a small runtime of its own and blocks on it there.
 
 mod follow;
+mod pending;
 mod schema;
 mod txn;
 

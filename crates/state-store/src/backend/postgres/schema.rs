@@ -71,11 +71,11 @@ pub(super) struct Sql {
     pub(super) scan_after: String,
     pub(super) expired: String,
     pub(super) history: [String; 8],
-    pub(super) upsert: String,
-    pub(super) insert_absent: String,
-    pub(super) update_version: String,
-    pub(super) delete: String,
-    pub(super) delete_version: String,
+    pub(super) upsert_many: String,
+    pub(super) insert_absent_many: String,
+    pub(super) update_version_many: String,
+    pub(super) delete_many: String,
+    pub(super) delete_version_many: String,
     pub(super) append: String,
     pub(super) append_unguarded: String,
     pub(super) set_revision: String,
@@ -92,12 +92,14 @@ pub(super) struct Sql {
 impl Sql {
     pub(super) fn new(schema: &str) -> Sql {
         let s = quote_ident(schema);
-        let entry_values = "$1, $2, $3, $4, $5, $6, $7, $8, $9";
+        let entry_arrays = "$1::text[], $2::bool[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], \
+            $7::bigint[], $8::bigint[], $9::text[]";
         let set_all = "system = EXCLUDED.system, value = EXCLUDED.value, version = EXCLUDED.version, \
             create_revision = EXCLUDED.create_revision, mod_revision = EXCLUDED.mod_revision, \
             updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, agent_id = EXCLUDED.agent_id";
         let insert = format!(
-            "INSERT INTO {s}.entries (key, system, value, version, create_revision, mod_revision, updated_at, expires_at, agent_id) VALUES ({entry_values})"
+            "INSERT INTO {s}.entries (key, system, value, version, create_revision, mod_revision, updated_at, expires_at, agent_id) \
+             SELECT * FROM unnest({entry_arrays})"
         );
         // History queries: by key filter (all, user keys, exact, prefix) and direction. Within
         // a revision events always come in append order.
@@ -150,14 +152,23 @@ impl Sql {
                 history(filters[2], true),
                 history(filters[3], true),
             ],
-            upsert: format!("{insert} ON CONFLICT (key) DO UPDATE SET {set_all} RETURNING (xmax = 0)"),
-            insert_absent: format!("{insert} ON CONFLICT (key) DO NOTHING RETURNING true"),
-            update_version: format!(
-                "UPDATE {s}.entries SET system = $2, value = $3, version = $4, create_revision = $5, mod_revision = $6, \
-                 updated_at = $7, expires_at = $8, agent_id = $9 WHERE key = $1 AND version = $10"
+            // Buffered writes go in one statement per kind, each row as an element of
+            // parallel arrays. A guarded kind must touch every row it names (see txn.rs).
+            upsert_many: format!("{insert} ON CONFLICT (key) DO UPDATE SET {set_all} RETURNING system, (xmax = 0)"),
+            insert_absent_many: format!("{insert} ON CONFLICT (key) DO NOTHING RETURNING system"),
+            update_version_many: format!(
+                "UPDATE {s}.entries e SET system = u.system, value = u.value, version = u.version, \
+                 create_revision = u.create_revision, mod_revision = u.mod_revision, updated_at = u.updated_at, \
+                 expires_at = u.expires_at, agent_id = u.agent_id \
+                 FROM unnest({entry_arrays}, $10::bigint[]) \
+                 AS u(key, system, value, version, create_revision, mod_revision, updated_at, expires_at, agent_id, expected) \
+                 WHERE e.key = u.key COLLATE \"C\" AND e.version = u.expected RETURNING e.system"
             ),
-            delete: format!("DELETE FROM {s}.entries WHERE key = $1 RETURNING system"),
-            delete_version: format!("DELETE FROM {s}.entries WHERE key = $1 AND version = $2 RETURNING system"),
+            delete_many: format!("DELETE FROM {s}.entries WHERE key = ANY($1::text[]) RETURNING system"),
+            delete_version_many: format!(
+                "DELETE FROM {s}.entries e USING unnest($1::text[], $2::bigint[]) AS u(key, expected) \
+                 WHERE e.key = u.key COLLATE \"C\" AND e.version = u.expected RETURNING e.system"
+            ),
             append: format!(
                 "INSERT INTO {s}.events (revision, seq, key, kind, action, version, agent_id, time, value) \
                  SELECT * FROM unnest($1::bigint[], $2::integer[], $3::text[], $4::smallint[], $5::smallint[], \

@@ -20,6 +20,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 use super::PostgresBackend;
+use super::pending::{Guard, Pending, signed};
 use crate::backend::{Order, ReadTxn, WriteTxn};
 use crate::error::StorageError;
 
@@ -40,13 +41,16 @@ struct WriteState {
     compacted: u64,
     /// `clock_timestamp()` when the lock was granted.
     now: UnixMillis,
-    /// What this transaction saw of each key (its version, or absent): the predicate its write
-    /// to that key carries.
+    /// What this transaction saw in the database of each key (its version, or absent): the
+    /// guard its write to that key carries.
     observed: RefCell<HashMap<String, Option<u64>>>,
+    /// Entry writes not yet sent.
+    pending: RefCell<Pending>,
     /// Appended but not yet inserted, each with its sequence number within its revision.
     events: RefCell<Vec<(Event, i32)>>,
     next_seq: Option<(u64, i32)>,
-    user_keys: i64,
+    /// User keys added (or removed) by what was sent so far.
+    user_keys: Cell<i64>,
     new_revision: Option<u64>,
 }
 
@@ -67,9 +71,10 @@ impl<'a> PgTxn<'a> {
             compacted: unsigned(row.get::<_, i64>(1))?,
             now: UnixMillis(unsigned(row.get::<_, i64>(2))?),
             observed: RefCell::new(HashMap::new()),
+            pending: RefCell::new(Pending::default()),
             events: RefCell::new(Vec::new()),
             next_seq: None,
-            user_keys: 0,
+            user_keys: Cell::new(0),
             new_revision: None,
         };
         Ok(PgTxn { backend, client: Some(client), write: Some(write), meta: Cell::new(None) })
@@ -112,35 +117,138 @@ impl<'a> PgTxn<'a> {
         }
     }
 
-    /// Inserts buffered events, so history reads and the commit see them.
-    fn flush_events(&self) -> Result<(), StorageError> {
+    /// Sends buffered entry writes and events (and, when committing, the revision and the
+    /// doorbell) in one round trip, checking every guard. Anything that reads more than one
+    /// key from the database calls this first.
+    fn flush(&self, committing: bool) -> Result<(), StorageError> {
         let Some(write) = &self.write else { return Ok(()) };
-        let events = std::mem::take(&mut *write.events.borrow_mut());
-        if events.is_empty() {
+        let rows = write.pending.borrow_mut().take()?;
+        let mut events = EventColumns::default();
+        for (event, seq) in write.events.borrow_mut().drain(..) {
+            events.push(&event, seq)?;
+        }
+        let revision = match write.new_revision {
+            Some(revision) if committing => Some((signed(revision)?, revision.to_string())),
+            _ => None,
+        };
+        if rows.is_empty() && events.revision.is_empty() && revision.is_none() {
             return Ok(());
         }
-        let mut columns = EventColumns::default();
-        for (event, seq) in &events {
-            columns.push(event, *seq)?;
+        let sql = &self.backend.sql;
+        let unguarded = self.backend.options.unguarded;
+        let client = self.client()?;
+        let (u, i, p, expected) = (&rows.updates, &rows.inserts, &rows.upserts, &rows.expected);
+        let mut sent: Vec<std::pin::Pin<Box<dyn Future<Output = Sent> + '_>>> = Vec::new();
+        if u.len() > 0 {
+            sent.push(Box::pin(async move {
+                let params: [&(dyn ToSql + Sync); 10] = [
+                    &u.key,
+                    &u.system,
+                    &u.value,
+                    &u.version,
+                    &u.create_revision,
+                    &u.mod_revision,
+                    &u.updated_at,
+                    &u.expires_at,
+                    &u.agent_id,
+                    expected,
+                ];
+                (Kind::Update(u.len()), run(client, &sql.update_version_many, &params).await)
+            }));
         }
-        let sql =
-            if self.backend.options.unguarded { &self.backend.sql.append_unguarded } else { &self.backend.sql.append };
-        self.execute(
-            sql,
-            &[
-                &columns.revision,
-                &columns.seq,
-                &columns.key,
-                &columns.kind,
-                &columns.action,
-                &columns.version,
-                &columns.agent_id,
-                &columns.time,
-                &columns.value,
-            ],
-        )?;
+        for (kind, entries, statement) in
+            [(Kind::Insert(i.len()), i, &sql.insert_absent_many), (Kind::Upsert, p, &sql.upsert_many)]
+        {
+            if entries.len() > 0 {
+                sent.push(Box::pin(async move {
+                    let params: [&(dyn ToSql + Sync); 9] = [
+                        &entries.key,
+                        &entries.system,
+                        &entries.value,
+                        &entries.version,
+                        &entries.create_revision,
+                        &entries.mod_revision,
+                        &entries.updated_at,
+                        &entries.expires_at,
+                        &entries.agent_id,
+                    ];
+                    (kind, run(client, statement, &params).await)
+                }));
+            }
+        }
+        if !rows.guarded_deletes.is_empty() {
+            let n = rows.guarded_deletes.len();
+            let params: [&(dyn ToSql + Sync); 2] = [&rows.guarded_deletes, &rows.deleted_versions];
+            sent.push(Box::pin(async move {
+                (Kind::GuardedDelete(n), run(client, &sql.delete_version_many, &params).await)
+            }));
+        }
+        if !rows.deletes.is_empty() {
+            sent.push(Box::pin(async { (Kind::Delete, run(client, &sql.delete_many, &[&rows.deletes]).await) }));
+        }
+        if !events.revision.is_empty() {
+            let append = if unguarded { &sql.append_unguarded } else { &sql.append };
+            let e = &events;
+            sent.push(Box::pin(async move {
+                let params: [&(dyn ToSql + Sync); 9] =
+                    [&e.revision, &e.seq, &e.key, &e.kind, &e.action, &e.version, &e.agent_id, &e.time, &e.value];
+                (Kind::Plain, run(client, append, &params).await)
+            }));
+        }
+        if let Some((revision, text)) = &revision {
+            let set = if unguarded { &sql.set_revision_unguarded } else { &sql.set_revision };
+            sent.push(Box::pin(async move { (Kind::Plain, run(client, set, &[revision]).await) }));
+            // Delivered to listeners when (and only if) this transaction commits.
+            sent.push(Box::pin(async move { (Kind::Plain, run(client, &sql.notify, &[&sql.channel, text]).await) }));
+        }
+        // Sent in order, answered together: one round trip.
+        let answers = self.backend.block(futures_util::future::join_all(sent));
+        for (kind, answer) in answers {
+            let answered = answer.map_err(storage)?;
+            let guarded = match kind {
+                Kind::Update(n) | Kind::Insert(n) | Kind::GuardedDelete(n) => Some(n),
+                Kind::Upsert | Kind::Delete | Kind::Plain => None,
+            };
+            if guarded.is_some_and(|n| answered.len() != n) {
+                return Err(StorageError::Retryable(
+                    "a key this transaction read changed before it wrote it; the batch is planned again".into(),
+                ));
+            }
+            // Rows of user keys (`system` false) that came or went.
+            let user = |row: &&Row| !row.get::<_, bool>(0);
+            let change = match kind {
+                Kind::Insert(_) => answered.iter().filter(user).count() as i64,
+                Kind::Upsert => answered.iter().filter(user).filter(|row| row.get::<_, bool>(1)).count() as i64,
+                Kind::GuardedDelete(_) | Kind::Delete => -(answered.iter().filter(user).count() as i64),
+                Kind::Update(_) | Kind::Plain => 0,
+            };
+            write.user_keys.set(write.user_keys.get() + change);
+        }
+        let mut observed = write.observed.borrow_mut();
+        for (key, version) in rows.written() {
+            observed.insert(key.to_owned(), version);
+        }
         Ok(())
     }
+}
+
+/// What a statement of a flush was, so its answer gets the right check: the guarded ones
+/// (with how many rows they name) must touch every row.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Update(usize),
+    Insert(usize),
+    Upsert,
+    GuardedDelete(usize),
+    Delete,
+    Plain,
+}
+
+type Sent = (Kind, Result<Vec<Row>, tokio_postgres::Error>);
+
+async fn run(client: &Object, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, tokio_postgres::Error> {
+    let statement = client.prepare_cached(sql).await?;
+    client.query(&statement, params).await
 }
 
 /// A pooled connection with a transaction begun by `begin` and the one row `first` returns,
@@ -202,6 +310,9 @@ impl ReadTxn for PgTxn<'_> {
     }
 
     fn get(&self, key: &str) -> Result<Option<Entry>, StorageError> {
+        if let Some(written) = self.write.as_ref().and_then(|w| w.pending.borrow().get(key).map(|e| e.cloned())) {
+            return Ok(written);
+        }
         let rows = self.query(&self.backend.sql.get, &[&key])?;
         let entry = rows.first().map(decode_entry).transpose()?;
         self.observe(key, entry.as_ref().map(|e| e.version));
@@ -214,6 +325,7 @@ impl ReadTxn for PgTxn<'_> {
         after: Option<&str>,
         visit: &mut dyn FnMut(Entry) -> bool,
     ) -> Result<(), StorageError> {
+        self.flush(false)?;
         let mut cursor: Option<String> = after.filter(|a| *a >= prefix).map(str::to_owned);
         loop {
             // Each page is fetched whole before it is visited, so a visitor may read other keys.
@@ -243,10 +355,11 @@ impl ReadTxn for PgTxn<'_> {
         let (_, _, stored) = match &self.write {
             // A write transaction's own changes are not in the row yet.
             Some(write) => {
+                self.flush(false)?;
                 let rows = self.query(&self.backend.sql.read_meta, &[])?;
                 let row = rows.first().ok_or_else(|| StorageError::Corrupt("the meta row is missing".into()))?;
                 let stored = unsigned(row.get::<_, i64>(2))?;
-                return Ok(stored.saturating_add_signed(write.user_keys));
+                return Ok(stored.saturating_add_signed(write.user_keys.get()));
             }
             None => self.read_meta()?,
         };
@@ -254,6 +367,7 @@ impl ReadTxn for PgTxn<'_> {
     }
 
     fn expired_before(&self, now: UnixMillis, limit: usize) -> Result<Vec<Entry>, StorageError> {
+        self.flush(false)?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.query(&self.backend.sql.expired, &[&signed(now.0)?, &limit])?;
         let entries = rows.iter().map(decode_entry).collect::<Result<Vec<_>, _>>()?;
@@ -270,7 +384,7 @@ impl ReadTxn for PgTxn<'_> {
         order: Order,
         visit: &mut dyn FnMut(Event) -> bool,
     ) -> Result<(), StorageError> {
-        self.flush_events()?;
+        self.flush(false)?;
         let (filter, key): (usize, &str) = match keys {
             KeyFilter::All => (0, ""),
             KeyFilter::UserKeys => (1, ""),
@@ -302,64 +416,11 @@ impl ReadTxn for PgTxn<'_> {
 
 impl WriteTxn for PgTxn<'_> {
     fn put(&mut self, entry: &Entry) -> Result<(), StorageError> {
-        let sql = &self.backend.sql;
-        let system = state_core::keyspace::is_system(&entry.key);
-        let value = entry.value.to_string();
-        let (version, create, modified, updated) = (
-            signed(entry.version)?,
-            signed(entry.create_revision)?,
-            signed(entry.mod_revision)?,
-            signed(entry.updated_at.0)?,
-        );
-        let expires = entry.expires_at.map(|at| signed(at.0)).transpose()?;
-        let params: [&(dyn ToSql + Sync); 9] =
-            [&entry.key, &system, &value, &version, &create, &modified, &updated, &expires, &entry.agent_id];
-        let observed = self.guarded().and_then(|w| w.observed.borrow().get(&entry.key).copied());
-        let inserted = match observed {
-            Some(Some(seen)) => {
-                let seen = signed(seen)?;
-                let mut with_seen: Vec<&(dyn ToSql + Sync)> = params.to_vec();
-                with_seen.push(&seen);
-                if self.execute(&sql.update_version, &with_seen)? == 0 {
-                    return Err(changed_underneath(&entry.key));
-                }
-                false
-            }
-            Some(None) => {
-                if self.query(&sql.insert_absent, &params)?.is_empty() {
-                    return Err(changed_underneath(&entry.key));
-                }
-                true
-            }
-            None => self.query(&sql.upsert, &params)?.first().is_some_and(|row| row.get::<_, bool>(0)),
-        };
-        let write = self.write_state()?;
-        if inserted && !system {
-            write.user_keys += 1;
-        }
-        write.observed.borrow_mut().insert(entry.key.clone(), Some(entry.version));
-        Ok(())
+        self.buffer(&entry.key, Some(entry.clone()))
     }
 
     fn delete(&mut self, key: &str) -> Result<(), StorageError> {
-        let sql = &self.backend.sql;
-        let observed = self.guarded().and_then(|w| w.observed.borrow().get(key).copied());
-        let rows = match observed {
-            Some(Some(seen)) => {
-                let rows = self.query(&sql.delete_version, &[&key, &signed(seen)?])?;
-                if rows.is_empty() {
-                    return Err(changed_underneath(key));
-                }
-                rows
-            }
-            _ => self.query(&sql.delete, &[&key])?,
-        };
-        let write = self.write_state()?;
-        if rows.first().is_some_and(|row| !row.get::<_, bool>(0)) {
-            write.user_keys -= 1;
-        }
-        write.observed.borrow_mut().insert(key.to_owned(), None);
-        Ok(())
+        self.buffer(key, None)
     }
 
     fn append(&mut self, event: &Event) -> Result<(), StorageError> {
@@ -379,13 +440,13 @@ impl WriteTxn for PgTxn<'_> {
     }
 
     fn clear(&mut self, compacted_through: u64) -> Result<u64, StorageError> {
-        self.flush_events()?;
+        self.flush(false)?;
         let sql = &self.backend.sql;
         let removed = self.query(&sql.clear, &[])?.first().map_or(0, |row| row.get::<_, i64>(0));
         self.execute(&sql.set_compacted, &[&signed(compacted_through)?])?;
         let stored = self.query(&sql.read_meta, &[])?.first().map_or(0, |row| row.get::<_, i64>(2));
         let write = self.write_state()?;
-        write.user_keys = -stored;
+        write.user_keys.set(-stored);
         write.compacted = compacted_through;
         write.next_seq = None;
         write.observed.borrow_mut().clear();
@@ -393,7 +454,7 @@ impl WriteTxn for PgTxn<'_> {
     }
 
     fn compact(&mut self, through: u64, limit: usize) -> Result<u64, StorageError> {
-        self.flush_events()?;
+        self.flush(false)?;
         let compacted = self.write_state()?.compacted;
         if through <= compacted {
             return Ok(compacted);
@@ -414,23 +475,25 @@ impl WriteTxn for PgTxn<'_> {
     }
 
     fn commit(mut self: Box<Self>) -> Result<(), StorageError> {
-        self.flush_events()?;
-        let sql = &self.backend.sql;
-        let (user_keys, new_revision) = {
-            let write = self.write_state()?;
-            (write.user_keys, write.new_revision)
-        };
-        if user_keys != 0 {
-            self.execute(&sql.add_user_keys, &[&user_keys])?;
-        }
-        if let Some(revision) = new_revision {
-            let set = if self.backend.options.unguarded { &sql.set_revision_unguarded } else { &sql.set_revision };
-            self.execute(set, &[&signed(revision)?])?;
-            // Delivered to listeners when (and only if) this transaction commits.
-            self.query(&sql.notify, &[&sql.channel, &revision.to_string()])?;
-        }
+        self.flush(true)?;
+        let user_keys = self.write_state()?.user_keys.get();
         let client = self.client.take().ok_or_else(|| StorageError::Other("transaction already finished".into()))?;
-        self.backend.block(client.batch_execute("COMMIT")).map_err(|e| {
+        let add_user_keys = async {
+            if user_keys == 0 {
+                return Ok(());
+            }
+            run(&client, &self.backend.sql.add_user_keys, &[&user_keys]).await.map(drop)
+        };
+        // Both go out at once. If the count's update fails, PostgreSQL turns the COMMIT into a
+        // rollback (answering it without an error), so that failure decides.
+        let (counted, committed) =
+            self.backend.block(futures_util::future::join(add_user_keys, client.batch_execute("COMMIT")));
+        if let Err(e) = counted
+            && e.code().is_some()
+        {
+            return Err(storage(e));
+        }
+        committed.map_err(|e| {
             if e.is_closed() || e.code().is_none() {
                 // The COMMIT may or may not have reached the database: never retry blindly.
                 StorageError::Other(format!(
@@ -448,13 +511,22 @@ impl WriteTxn for PgTxn<'_> {
 }
 
 impl PgTxn<'_> {
-    fn write_state(&mut self) -> Result<&mut WriteState, StorageError> {
-        self.write.as_mut().ok_or_else(|| StorageError::Other("not a write transaction".into()))
+    /// Buffers a write of `key`, guarded by what the transaction saw of it in the database.
+    fn buffer(&mut self, key: &str, entry: Option<Entry>) -> Result<(), StorageError> {
+        let unguarded = self.backend.options.unguarded;
+        let write = self.write_state()?;
+        let guard = match write.observed.borrow().get(key) {
+            _ if unguarded => Guard::Blind,
+            Some(Some(version)) => Guard::Version(*version),
+            Some(None) => Guard::Absent,
+            None => Guard::Blind,
+        };
+        write.pending.get_mut().write(key, entry, guard);
+        Ok(())
     }
 
-    /// The write state, unless the test-only switch dropped the predicates.
-    fn guarded(&self) -> Option<&WriteState> {
-        self.write.as_ref().filter(|_| !self.backend.options.unguarded)
+    fn write_state(&mut self) -> Result<&mut WriteState, StorageError> {
+        self.write.as_mut().ok_or_else(|| StorageError::Other("not a write transaction".into()))
     }
 }
 
@@ -472,10 +544,6 @@ impl Drop for PgTxn<'_> {
             }
         });
     }
-}
-
-fn changed_underneath(key: &str) -> StorageError {
-    StorageError::Retryable(format!("key `{key}` changed under this transaction"))
 }
 
 /// A PostgreSQL error as a domain error: connection loss and the transient conflicts are
@@ -500,10 +568,6 @@ pub(super) fn storage(e: tokio_postgres::Error) -> StorageError {
             StorageError::Other(format!("PostgreSQL: {}", e.as_db_error().map_or(e.to_string(), |d| d.to_string())))
         }
     }
-}
-
-fn signed(n: u64) -> Result<i64, StorageError> {
-    i64::try_from(n).map_err(|_| StorageError::Other(format!("{n} does not fit PostgreSQL's bigint")))
 }
 
 fn unsigned(n: i64) -> Result<u64, StorageError> {
