@@ -132,7 +132,7 @@ impl PostgresBackend {
     }
 
     async fn connection(&self) -> Result<deadpool_postgres::Object, StorageError> {
-        self.pool.get().await.map_err(|e| StorageError::Retryable(format!("cannot reach PostgreSQL: {e}")))
+        self.pool.get().await.map_err(|e| StorageError::Retryable(format!("cannot reach PostgreSQL: {}", causes(&e))))
     }
 
     fn migrate(&self) -> Result<(), StorageError> {
@@ -184,6 +184,21 @@ impl PostgresBackend {
     pub fn options(&self) -> &PostgresOptions {
         &self.options
     }
+}
+
+/// An error with its causes ("error connecting to server: Connection refused"): the pool's
+/// and the driver's messages alone do not say what went wrong.
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = cause.source();
+    }
+    text
 }
 
 impl Drop for PostgresBackend {
