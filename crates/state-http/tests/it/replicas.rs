@@ -780,3 +780,27 @@ fn claimers_ride_out_a_replica_kill_and_a_postgresql_restart() {
     let done = expect(&a.client().get("/v1/workflows?status=completed&limit=1000").unwrap(), 200);
     assert_eq!(done["runs"].as_array().unwrap().len(), RUNS);
 }
+
+#[test]
+fn replicas_starting_together_create_the_store_once() {
+    let Some(store) = Store::new("migrate") else { return };
+    let store = Arc::new(store);
+    let starting: Vec<_> = (0..3)
+        .map(|_| {
+            let store = store.clone();
+            thread::spawn(move || store.replica(&[]))
+        })
+        .collect();
+    let replicas: Vec<HttpServer> = starting.into_iter().map(|t| t.join().unwrap()).collect();
+    for (i, replica) in replicas.iter().enumerate() {
+        let key = format!("/v1/kv/started/{i}");
+        expect(&replica.client().request("PUT", &key, &[], Some(b"true")).unwrap(), 200);
+    }
+    let counted = expect(&replicas[0].client().get("/v1/kv?prefix=started/").unwrap(), 200);
+    assert_eq!(counted["entries"].as_array().unwrap().len(), 3, "{counted}");
+    let applied = std::process::Command::new("psql")
+        .args(["-qtA", &store.url, "-c", &format!("SELECT count(*) FROM \"{}\".migrations", store.schema)])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&applied.stdout).trim(), "1", "each migration applied once");
+}
