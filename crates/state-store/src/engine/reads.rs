@@ -2,7 +2,7 @@
 //! answered only after they commit, a client always reads its own acknowledged writes.
 
 use state_core::UnixMillis;
-use state_core::entry::{Event, EventKind, live};
+use state_core::entry::{Entry, Event, EventKind, live};
 use state_core::error::InvalidInput;
 use state_core::keyspace;
 use state_core::ops::Paged;
@@ -13,19 +13,23 @@ use crate::backend::{Order, ReadTxn};
 use crate::error::EngineError;
 
 pub(super) fn get(txn: &dyn ReadTxn, req: &GetRequest, now: UnixMillis) -> Result<GetResult, EngineError> {
-    let revision = txn.revision()?;
     match (req.version, req.revision) {
-        (Some(version), _) => get_version(txn, &req.key, version, revision),
-        (None, Some(at)) => get_at_revision(txn, &req.key, at, revision),
-        (None, None) => Ok(current(txn, &req.key, now, revision)?),
+        (Some(version), _) => get_version(txn, &req.key, version, txn.revision()?),
+        (None, Some(at)) => get_at_revision(txn, &req.key, at, txn.revision()?),
+        (None, None) => {
+            // The key before the revision: a backend whose snapshot begins with its first read
+            // (the PostgreSQL one) sends both in one round trip. Both come from one snapshot.
+            let entry = txn.get(&req.key)?;
+            Ok(current(&req.key, entry, now, txn.revision()?))
+        }
     }
 }
 
-fn current(txn: &dyn ReadTxn, key: &str, now: UnixMillis, revision: u64) -> Result<GetResult, EngineError> {
-    Ok(match live(txn.get(key)?, now) {
+fn current(key: &str, entry: Option<Entry>, now: UnixMillis, revision: u64) -> GetResult {
+    match live(entry, now) {
         Some(entry) => GetResult::found(entry, revision),
         None => GetResult::not_found(key.to_owned(), revision),
-    })
+    }
 }
 
 /// The value a key had at `version`, in the most recent lifetime of the key that reached it.
@@ -102,8 +106,9 @@ pub(super) fn batch_get(
     req: &BatchGetRequest,
     now: UnixMillis,
 ) -> Result<BatchGetResult, EngineError> {
+    let stored = req.keys.iter().map(|key| txn.get(key)).collect::<Result<Vec<_>, _>>()?;
     let revision = txn.revision()?;
-    let entries = req.keys.iter().map(|key| current(txn, key, now, revision)).collect::<Result<_, _>>()?;
+    let entries = req.keys.iter().zip(stored).map(|(key, entry)| current(key, entry, now, revision)).collect();
     Ok(BatchGetResult { revision, entries })
 }
 

@@ -8,7 +8,7 @@
 //! Events are buffered and inserted in one statement before anything reads history and at
 //! commit, so a batch of N writes costs N round trips for its entries, not 2N.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashMap;
 use std::ops::RangeInclusive;
 
@@ -29,8 +29,9 @@ const PAGE: i64 = 256;
 
 pub(super) struct PgTxn<'a> {
     backend: &'a PostgresBackend,
-    /// Taken by `commit` or `Drop`, which hand the connection back.
-    client: Option<Object>,
+    /// Set when the transaction begins (a read transaction: with its first statement); taken
+    /// by `commit` or `Drop`, which hand the connection back.
+    client: OnceCell<Object>,
     write: Option<WriteState>,
     /// A read transaction's meta row, read once on first use.
     meta: Cell<Option<(u64, u64, u64)>>,
@@ -55,11 +56,10 @@ struct WriteState {
 }
 
 impl<'a> PgTxn<'a> {
+    /// A snapshot that begins with its first statement: BEGIN, the meta row and that
+    /// statement go out together, so a point read is one round trip.
     pub(super) fn begin_read(backend: &'a PostgresBackend) -> Result<PgTxn<'a>, StorageError> {
-        let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
-        let (client, row) = backend.block(begin_with(backend, begin, &backend.sql.read_meta))?;
-        let meta = (unsigned(row.get::<_, i64>(0))?, unsigned(row.get::<_, i64>(1))?, unsigned(row.get::<_, i64>(2))?);
-        Ok(PgTxn { backend, client: Some(client), write: None, meta: Cell::new(Some(meta)) })
+        Ok(PgTxn { backend, client: OnceCell::new(), write: None, meta: Cell::new(None) })
     }
 
     pub(super) fn begin_write(backend: &'a PostgresBackend) -> Result<PgTxn<'a>, StorageError> {
@@ -77,19 +77,48 @@ impl<'a> PgTxn<'a> {
             user_keys: Cell::new(0),
             new_revision: None,
         };
-        Ok(PgTxn { backend, client: Some(client), write: Some(write), meta: Cell::new(None) })
+        Ok(PgTxn { backend, client: OnceCell::from(client), write: Some(write), meta: Cell::new(None) })
     }
 
     fn client(&self) -> Result<&Object, StorageError> {
-        self.client.as_ref().ok_or_else(|| StorageError::Other("transaction already finished".into()))
+        self.client.get().ok_or_else(|| StorageError::Other("transaction not begun or already finished".into()))
     }
 
     fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StorageError> {
-        let client = self.client()?;
+        let Some(client) = self.client.get() else { return self.begin_snapshot(Some((sql, params))) };
         self.backend.block(async {
             let statement = client.prepare_cached(sql).await.map_err(storage)?;
             client.query(&statement, params).await.map_err(storage)
         })
+    }
+
+    /// Begins a read transaction: BEGIN, the meta row and `first` (if any) in one round trip.
+    /// Returns what `first` returned.
+    fn begin_snapshot(&self, first: Option<(&str, &[&(dyn ToSql + Sync)])>) -> Result<Vec<Row>, StorageError> {
+        let sql = &self.backend.sql;
+        let (client, meta, rows) = self.backend.block(async {
+            let client = self.backend.connection().await?;
+            let (begun, meta, rows) = futures_util::future::join3(
+                client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"),
+                run(&client, &sql.read_meta, &[]),
+                async {
+                    match first {
+                        Some((text, params)) => run(&client, text, params).await,
+                        None => Ok(Vec::new()),
+                    }
+                },
+            )
+            .await;
+            begun.map_err(storage)?;
+            let (meta, rows) = (meta.map_err(storage)?, rows.map_err(storage)?);
+            Ok::<_, StorageError>((client, meta, rows))
+        })?;
+        let row = meta.first().ok_or_else(|| StorageError::Corrupt("the meta row is missing".into()))?;
+        let meta = (unsigned(row.get::<_, i64>(0))?, unsigned(row.get::<_, i64>(1))?, unsigned(row.get::<_, i64>(2))?);
+        self.meta.set(Some(meta));
+        // Only this transaction's own thread begins it, once.
+        let _ = self.client.set(client);
+        Ok(rows)
     }
 
     fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, StorageError> {
@@ -103,6 +132,12 @@ impl<'a> PgTxn<'a> {
     fn read_meta(&self) -> Result<(u64, u64, u64), StorageError> {
         if let Some(meta) = self.meta.get() {
             return Ok(meta);
+        }
+        if self.client.get().is_none() {
+            self.begin_snapshot(None)?;
+            if let Some(meta) = self.meta.get() {
+                return Ok(meta);
+            }
         }
         let rows = self.query(&self.backend.sql.read_meta, &[])?;
         let row = rows.first().ok_or_else(|| StorageError::Corrupt("the meta row is missing".into()))?;
