@@ -218,6 +218,14 @@ fn counting_in_background(
     thread::spawn(move || cas_workload(&[ra, rb], &keys, 16, attempts))
 }
 
+/// Waits for a background workload and says what it saw (`cargo nextest --no-capture`).
+fn finished(workload: thread::JoinHandle<Tally>, fault: &str) -> Tally {
+    let tally = workload.join().unwrap();
+    let (acknowledged, conflicts, unknown) = (tally.acknowledged.len(), tally.conflicts, tally.unknown);
+    eprintln!("{acknowledged} acknowledged, {conflicts} conflicts, {unknown} answers unknown {fault}");
+    tally
+}
+
 /// SIGKILLs a replica and starts it again on the same address, as a supervisor would.
 fn kill_and_restart(store: &Store, replica: &mut HttpServer) -> HttpServer {
     replica.kill().unwrap();
@@ -442,13 +450,7 @@ fn a_replica_killed_mid_workload_and_restarted_loses_nothing_acknowledged() {
     let workload = counting_in_background(&a, [&ra, &rb], &keys, 80);
     thread::sleep(Duration::from_millis(700));
     let b = kill_and_restart(&store, &mut b);
-    let tally = workload.join().unwrap();
-    eprintln!(
-        "{} acknowledged, {} conflicts, {} answers lost with the killed replica",
-        tally.acknowledged.len(),
-        tally.conflicts,
-        tally.unknown
-    );
+    let tally = finished(workload, "with the killed replica");
     assert!(tally.conflicts > 0, "{tally:?}");
     assert_no_lost_update(&a.client(), &keys, &tally, "cas/");
     // The restarted replica serves the same store, and its watch starts from the beginning.
@@ -592,13 +594,7 @@ fn replicas_ride_out_a_postgresql_restart() {
     let workload = counting_in_background(&a, [&ra, &rb], &keys, 100);
     thread::sleep(Duration::from_millis(600));
     cluster.restart();
-    let tally = workload.join().unwrap();
-    eprintln!(
-        "{} acknowledged, {} conflicts, {} answers unknown across the restart",
-        tally.acknowledged.len(),
-        tally.conflicts,
-        tally.unknown
-    );
+    let tally = finished(workload, "across the restart");
     // Both replicas serve again once the database is back.
     let deadline = Instant::now() + PATIENCE;
     for replica in [&ra, &rb] {

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use state_core::Entry;
+use tokio_postgres::types::ToSql;
 
 use crate::error::StorageError;
 
@@ -105,6 +106,21 @@ impl EntryRows {
 
     pub(super) fn len(&self) -> usize {
         self.key.len()
+    }
+
+    /// The arrays as statement parameters $1..$9, in the order of `schema::Sql`'s entry arrays.
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 9] {
+        [
+            &self.key,
+            &self.system,
+            &self.value,
+            &self.version,
+            &self.create_revision,
+            &self.mod_revision,
+            &self.updated_at,
+            &self.expires_at,
+            &self.agent_id,
+        ]
     }
 }
 

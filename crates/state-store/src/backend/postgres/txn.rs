@@ -176,18 +176,8 @@ impl<'a> PgTxn<'a> {
         let mut sent: Vec<std::pin::Pin<Box<dyn Future<Output = Sent> + '_>>> = Vec::new();
         if u.len() > 0 {
             sent.push(Box::pin(async move {
-                let params: [&(dyn ToSql + Sync); 10] = [
-                    &u.key,
-                    &u.system,
-                    &u.value,
-                    &u.version,
-                    &u.create_revision,
-                    &u.mod_revision,
-                    &u.updated_at,
-                    &u.expires_at,
-                    &u.agent_id,
-                    expected,
-                ];
+                let mut params = u.params().to_vec();
+                params.push(expected);
                 (Kind::Update(u.len()), run(client, &sql.update_version_many, &params).await)
             }));
         }
@@ -195,20 +185,7 @@ impl<'a> PgTxn<'a> {
             [(Kind::Insert(i.len()), i, &sql.insert_absent_many), (Kind::Upsert, p, &sql.upsert_many)]
         {
             if entries.len() > 0 {
-                sent.push(Box::pin(async move {
-                    let params: [&(dyn ToSql + Sync); 9] = [
-                        &entries.key,
-                        &entries.system,
-                        &entries.value,
-                        &entries.version,
-                        &entries.create_revision,
-                        &entries.mod_revision,
-                        &entries.updated_at,
-                        &entries.expires_at,
-                        &entries.agent_id,
-                    ];
-                    (kind, run(client, statement, &params).await)
-                }));
+                sent.push(Box::pin(async move { (kind, run(client, statement, &entries.params()).await) }));
             }
         }
         if !rows.guarded_deletes.is_empty() {
