@@ -112,6 +112,11 @@ struct PostgresArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "postgres")]
     postgres_poll: Option<Duration>,
 
+    /// Check PostgreSQL's certificate against this CA bundle (PEM) and its host name, and
+    /// never connect unencrypted; without it `sslmode` in the URL decides, as in libpq
+    #[arg(long, env = "STATE_POSTGRES_TLS_CA", value_name = "FILE", requires = "postgres")]
+    postgres_tls_ca: Option<PathBuf>,
+
     /// Test only: drop the guards against concurrent writers, so tests can show they matter
     #[arg(long, hide = true, requires = "postgres")]
     test_only_unguarded: bool,
@@ -125,6 +130,7 @@ impl PostgresArgs {
             pool_size: self.postgres_pool,
             follow: self.postgres_poll.map_or(state_api::FollowMode::Notify, state_api::FollowMode::Poll),
             unguarded: self.test_only_unguarded,
+            tls_ca: self.postgres_tls_ca.clone(),
             ..state_api::PostgresOptions::new(url)
         })
     }

@@ -10,6 +10,7 @@ mod conformance;
 mod lifecycle;
 mod mcp;
 mod openapi;
+mod postgres_tls;
 mod replicas;
 mod routes;
 mod watch;

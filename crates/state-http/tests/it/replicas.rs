@@ -22,13 +22,13 @@ const URL_VAR: &str = "STATE_TEST_POSTGRES_URL";
 const PATIENCE: Duration = Duration::from_secs(30);
 
 /// A fresh schema in the test database, dropped afterwards; `None` (said on stderr) without a URL.
-struct Store {
-    url: String,
-    schema: String,
+pub(crate) struct Store {
+    pub(crate) url: String,
+    pub(crate) schema: String,
 }
 
 impl Store {
-    fn new(test: &str) -> Option<Store> {
+    pub(crate) fn new(test: &str) -> Option<Store> {
         let Ok(url) = std::env::var(URL_VAR) else {
             assert!(
                 std::env::var_os("STATE_REQUIRE_POSTGRES").is_none(),
@@ -42,10 +42,15 @@ impl Store {
     }
 
     /// Starts a replica: `state-http --postgres URL --postgres-schema S <extra>`.
-    fn replica(&self, extra: &[&str]) -> HttpServer {
-        let mut args = vec!["--postgres", self.url.as_str(), "--postgres-schema", self.schema.as_str()];
+    pub(crate) fn replica(&self, extra: &[&str]) -> HttpServer {
+        HttpServer::start(binary(), &self.args(&self.url, extra), &[]).unwrap()
+    }
+
+    /// A replica's arguments, on `url` (this store's database, perhaps with other options).
+    pub(crate) fn args<'a>(&'a self, url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec!["--postgres", url, "--postgres-schema", self.schema.as_str()];
         args.extend_from_slice(extra);
-        HttpServer::start(binary(), &args, &[]).unwrap()
+        args
     }
 }
 

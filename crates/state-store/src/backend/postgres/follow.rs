@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 
 use super::{FollowMode, PostgresBackend};
 use crate::backend::Follower;
@@ -27,7 +27,7 @@ impl Drop for AbortOnDrop {
 }
 
 pub(super) fn spawn(backend: &PostgresBackend, on_commit: Box<dyn Fn(u64) + Send + Sync>) -> Follower {
-    let config = backend.config.clone();
+    let (config, tls) = (backend.config.clone(), backend.tls.clone());
     let pool = backend.pool.clone();
     let revision_sql = backend.sql.read_meta.clone();
     let listen = format!("LISTEN {}", backend.sql.channel);
@@ -48,7 +48,7 @@ pub(super) fn spawn(backend: &PostgresBackend, on_commit: Box<dyn Fn(u64) + Send
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let listener = match mode {
                 FollowMode::Poll(_) => None,
-                FollowMode::Notify => match config.connect(NoTls).await {
+                FollowMode::Notify => match config.connect(tls.clone()).await {
                     Ok((client, mut connection)) => {
                         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
                         tokio::spawn(async move {

@@ -23,13 +23,15 @@
 mod follow;
 mod pending;
 mod schema;
+mod tls;
 mod txn;
 
 use std::future::Future;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
+use tokio_postgres::config::SslMode;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use self::schema::{MIGRATIONS, STORE_FORMAT, Sql};
 use self::txn::PgTxn;
@@ -58,6 +60,10 @@ pub struct PostgresOptions {
     /// Take expiry decisions by the database's clock (the default), not this process's.
     pub database_clock: bool,
     pub follow: FollowMode,
+    /// Check the server's certificate against this CA bundle (PEM) and its name, and never
+    /// connect unencrypted. Without it, `sslmode` in the URL decides as in libpq: encrypt when
+    /// the server offers it (`prefer`, the default) or insist (`require`), unchecked.
+    pub tls_ca: Option<std::path::PathBuf>,
     /// **Test only.** Drop every guard against concurrent writers: no lock on the revision row,
     /// no version predicates. Exists so the lost-update test can show that it catches lost
     /// updates; never set it on data you care about.
@@ -72,6 +78,7 @@ impl PostgresOptions {
             pool_size: 16,
             database_clock: true,
             follow: FollowMode::Notify,
+            tls_ca: None,
             unguarded: false,
         }
     }
@@ -83,6 +90,7 @@ pub struct PostgresBackend {
     handle: tokio::runtime::Handle,
     pool: Pool,
     config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
     sql: Sql,
     options: PostgresOptions,
 }
@@ -97,8 +105,17 @@ impl PostgresBackend {
     /// Connects, creates the schema and applies pending migrations (under an advisory lock, so
     /// replicas starting together apply each migration once), and checks the store format.
     pub fn open(options: PostgresOptions) -> Result<PostgresBackend, StorageError> {
-        let config: tokio_postgres::Config =
+        let mut config: tokio_postgres::Config =
             options.url.parse().map_err(|e| StorageError::Other(format!("the PostgreSQL URL does not parse: {e}")))?;
+        if options.tls_ca.is_some() {
+            if config.get_ssl_mode() == SslMode::Disable {
+                return Err(StorageError::Other(
+                    "a CA bundle to check PostgreSQL's certificate was given, but the URL says sslmode=disable".into(),
+                ));
+            }
+            config.ssl_mode(SslMode::Require);
+        }
+        let tls = tls::connector(options.tls_ca.as_deref())?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("state-postgres")
@@ -106,8 +123,11 @@ impl PostgresBackend {
             .build()
             .map_err(|e| StorageError::Other(format!("cannot start the PostgreSQL client runtime: {e}")))?;
         let handle = runtime.handle().clone();
-        let manager =
-            Manager::from_config(config.clone(), NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager = Manager::from_config(
+            config.clone(),
+            tls.clone(),
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
         let pool = {
             let _entered = handle.enter();
             Pool::builder(manager)
@@ -118,8 +138,15 @@ impl PostgresBackend {
                 .build()
                 .map_err(|e| StorageError::Other(format!("cannot build the PostgreSQL pool: {e}")))?
         };
-        let backend =
-            PostgresBackend { runtime: Some(runtime), handle, pool, config, sql: Sql::new(&options.schema), options };
+        let backend = PostgresBackend {
+            runtime: Some(runtime),
+            handle,
+            pool,
+            config,
+            tls,
+            sql: Sql::new(&options.schema),
+            options,
+        };
         backend.migrate()?;
         Ok(backend)
     }
