@@ -159,3 +159,60 @@ impl Statements {
 pub(super) fn signed(n: u64) -> Result<i64, StorageError> {
     i64::try_from(n).map_err(|_| StorageError::Other(format!("{n} does not fit PostgreSQL's bigint")))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use state_core::{Entry, UnixMillis};
+
+    use super::{Guard, Pending};
+
+    fn entry(key: &str, version: u64) -> Entry {
+        Entry {
+            key: key.into(),
+            value: json!(version),
+            version,
+            create_revision: 1,
+            mod_revision: version,
+            updated_at: UnixMillis(0),
+            expires_at: None,
+            agent_id: None,
+        }
+    }
+
+    #[test]
+    fn a_key_written_twice_keeps_the_guard_of_what_the_database_holds() {
+        let mut pending = Pending::default();
+        pending.write("k", Some(entry("k", 4)), Guard::Version(3));
+        // The second write saw the buffered version 4, but the database still holds 3.
+        pending.write("k", Some(entry("k", 5)), Guard::Version(4));
+        assert_eq!(pending.get("k").flatten().map(|e| e.version), Some(5));
+        let rows = pending.take().unwrap();
+        assert_eq!(
+            (rows.updates.key.clone(), rows.expected.clone(), rows.updates.version.clone()),
+            (vec!["k".to_owned()], vec![3], vec![5])
+        );
+        assert!(pending.get("k").is_none(), "taking empties the buffer");
+    }
+
+    #[test]
+    fn each_guard_and_outcome_goes_to_its_own_statement() {
+        let mut pending = Pending::default();
+        pending.write("created", Some(entry("created", 1)), Guard::Absent);
+        pending.write("blind", Some(entry("blind", 1)), Guard::Blind);
+        pending.write("gone", None, Guard::Version(7));
+        pending.write("blind-gone", None, Guard::Blind);
+        pending.write("fleeting", Some(entry("fleeting", 1)), Guard::Absent);
+        pending.write("fleeting", None, Guard::Absent);
+        assert_eq!(pending.get("gone"), Some(None), "a buffered delete reads as absent");
+        let rows = pending.take().unwrap();
+        assert_eq!(rows.inserts.key, ["created"]);
+        assert_eq!(rows.upserts.key, ["blind"]);
+        assert_eq!((rows.guarded_deletes.clone(), rows.deleted_versions.clone()), (vec!["gone".to_owned()], vec![7]));
+        assert_eq!(rows.deletes, ["blind-gone"]);
+        assert!(rows.updates.key.is_empty(), "created and deleted inside the batch: nothing to send");
+        let written: Vec<_> = rows.written().collect();
+        assert!(written.contains(&("created", Some(1))) && written.contains(&("gone", None)), "{written:?}");
+        assert!(!written.iter().any(|(k, _)| *k == "fleeting"));
+    }
+}
