@@ -51,6 +51,13 @@ pub trait Backend: Send + Sync + 'static {
     fn inline_point_reads(&self) -> bool {
         false
     }
+    /// The current entry of `key` (expired or not) and the revision it was read at, from one
+    /// snapshot, awaited on the caller's runtime instead of a read transaction on the blocking
+    /// pool; `None` where a read transaction is as cheap (the engine then uses one).
+    fn get_now<'a>(&'a self, key: &'a str) -> Option<PointRead<'a>> {
+        let _ = key;
+        None
+    }
     /// A consistent snapshot for reading.
     fn begin_read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError>;
     /// The write transaction. The engine never holds two at once; see
@@ -66,6 +73,10 @@ pub trait Backend: Send + Sync + 'static {
         Ok(None)
     }
 }
+
+/// A point read in flight: the stored entry and the revision of the snapshot it came from.
+pub type PointRead<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(Option<Entry>, u64), StorageError>> + Send + 'a>>;
 
 /// Keeps a backend's commit notifications coming; dropping it stops them.
 pub struct Follower(pub Box<dyn Send + Sync>);

@@ -209,6 +209,14 @@ impl Engine {
         req.validate()?;
         // A read of the current value is one B-tree lookup; one in the past walks history.
         let cost = if req.version.is_none() && req.revision.is_none() { ReadCost::Point } else { ReadCost::Scan };
+        if cost == ReadCost::Point {
+            let backend = self.backend()?;
+            if let Some(read) = backend.get_now(&req.key) {
+                let now = self.inner.clock.now();
+                let (entry, revision) = read.await?;
+                return Ok(reads::current(&req.key, entry, now, revision));
+            }
+        }
         self.read(cost, move |txn, now| reads::get(txn, &req, now)).await
     }
 

@@ -25,7 +25,8 @@ pub(super) fn get(txn: &dyn ReadTxn, req: &GetRequest, now: UnixMillis) -> Resul
     }
 }
 
-fn current(key: &str, entry: Option<Entry>, now: UnixMillis, revision: u64) -> GetResult {
+/// A key's current value as a read answers it: hidden once expired.
+pub(super) fn current(key: &str, entry: Option<Entry>, now: UnixMillis, revision: u64) -> GetResult {
     match live(entry, now) {
         Some(entry) => GetResult::found(entry, revision),
         None => GetResult::not_found(key.to_owned(), revision),

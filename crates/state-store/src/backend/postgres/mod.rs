@@ -35,7 +35,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use self::schema::{MIGRATIONS, STORE_FORMAT, Sql};
 use self::txn::PgTxn;
-use super::{Backend, Follower, ReadTxn, WriteTxn, WriterExclusion};
+use super::{Backend, Follower, PointRead, ReadTxn, WriteTxn, WriterExclusion};
 use crate::error::StorageError;
 
 /// How a replica learns about commits made by the others.
@@ -159,7 +159,7 @@ impl PostgresBackend {
     }
 
     async fn connection(&self) -> Result<deadpool_postgres::Object, StorageError> {
-        self.pool.get().await.map_err(|e| StorageError::Retryable(format!("cannot reach PostgreSQL: {}", causes(&e))))
+        pooled(&self.pool).await
     }
 
     fn migrate(&self) -> Result<(), StorageError> {
@@ -213,6 +213,10 @@ impl PostgresBackend {
     }
 }
 
+async fn pooled(pool: &Pool) -> Result<deadpool_postgres::Object, StorageError> {
+    pool.get().await.map_err(|e| StorageError::Retryable(format!("cannot reach PostgreSQL: {}", causes(&e))))
+}
+
 /// An error with its causes ("error connecting to server: Connection refused"): the pool's
 /// and the driver's messages alone do not say what went wrong.
 fn causes(error: &dyn std::error::Error) -> String {
@@ -249,6 +253,28 @@ impl Backend for PostgresBackend {
 
     fn begin_read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
         Ok(Box::new(PgTxn::begin_read(self)?))
+    }
+
+    /// One statement on a pooled connection: no transaction, no hop to the blocking pool. It
+    /// runs as a task on this backend's runtime, so every connection keeps being driven there
+    /// whichever runtime the caller is on.
+    fn get_now<'a>(&'a self, key: &'a str) -> Option<PointRead<'a>> {
+        let (pool, sql, key) = (self.pool.clone(), self.sql.get_now.clone(), key.to_owned());
+        let task = self.handle.spawn(async move {
+            let client = pooled(&pool).await?;
+            let statement = client.prepare_cached(&sql).await.map_err(txn::storage)?;
+            let row = client.query_one(&statement, &[&key]).await.map_err(txn::storage)?;
+            let revision = u64::try_from(row.get::<_, i64>(8))
+                .map_err(|_| StorageError::Corrupt("negative revision in the meta row".into()))?;
+            let entry = match row.get::<_, Option<String>>(0) {
+                Some(_) => Some(txn::decode_entry(&row)?),
+                None => None,
+            };
+            Ok((entry, revision))
+        });
+        Some(Box::pin(async move {
+            task.await.map_err(|e| StorageError::Other(format!("PostgreSQL read task failed: {e}")))?
+        }))
     }
 
     fn begin_write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {

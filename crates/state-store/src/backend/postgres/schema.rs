@@ -67,6 +67,7 @@ pub(super) struct Sql {
     pub(super) read_meta_unlocked: String,
     pub(super) read_meta: String,
     pub(super) get: String,
+    pub(super) get_now: String,
     pub(super) scan_from: String,
     pub(super) scan_after: String,
     pub(super) expired: String,
@@ -137,6 +138,11 @@ impl Sql {
             ),
             read_meta: format!("SELECT revision, compacted, user_keys FROM {s}.meta WHERE id = 1"),
             get: format!("SELECT {ENTRY_COLUMNS} FROM {s}.entries WHERE key = $1"),
+            // One statement is one snapshot: the revision and the key, without BEGIN/COMMIT.
+            get_now: format!(
+                "SELECT {}, m.revision FROM {s}.meta m LEFT JOIN {s}.entries e ON e.key = $1 WHERE m.id = 1",
+                ENTRY_COLUMNS.split(", ").map(|c| format!("e.{c}")).collect::<Vec<_>>().join(", ")
+            ),
             scan_from: format!("SELECT {ENTRY_COLUMNS} FROM {s}.entries WHERE key >= $1 ORDER BY key LIMIT $2"),
             scan_after: format!("SELECT {ENTRY_COLUMNS} FROM {s}.entries WHERE key > $1 ORDER BY key LIMIT $2"),
             expired: format!(

@@ -599,7 +599,7 @@ fn decode_json(text: &str, what: &str) -> Result<serde_json::Value, StorageError
 }
 
 /// Decodes `key, value, version, create_revision, mod_revision, updated_at, expires_at, agent_id`.
-fn decode_entry(row: &Row) -> Result<Entry, StorageError> {
+pub(super) fn decode_entry(row: &Row) -> Result<Entry, StorageError> {
     let key: String = row.get(0);
     Ok(Entry {
         value: decode_json(row.get(1), &format!("the value of `{key}`"))?,
