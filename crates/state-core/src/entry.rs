@@ -41,6 +41,24 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// A stable one-byte code for storage.
+    pub fn code(self) -> u8 {
+        match self {
+            EventKind::Put => 0,
+            EventKind::Delete => 1,
+            EventKind::Expired => 2,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<EventKind> {
+        match code {
+            0 => Some(EventKind::Put),
+            1 => Some(EventKind::Delete),
+            2 => Some(EventKind::Expired),
+            _ => None,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             EventKind::Put => "put",

@@ -296,7 +296,7 @@ impl EventColumns {
         self.revision.push(signed(event.revision)?);
         self.seq.push(seq);
         self.key.push(event.key.clone());
-        self.kind.push(kind_code(event.kind));
+        self.kind.push(i16::from(event.kind.code()));
         self.action.push(event.action.map_or(0, |a| i16::from(a.code())));
         self.version.push(signed(event.version)?);
         self.agent_id.push(event.agent_id.clone());
@@ -586,14 +586,6 @@ fn unsigned(n: i64) -> Result<u64, StorageError> {
     u64::try_from(n).map_err(|_| StorageError::Corrupt(format!("negative number {n} in a counter column")))
 }
 
-fn kind_code(kind: EventKind) -> i16 {
-    match kind {
-        EventKind::Put => 1,
-        EventKind::Delete => 2,
-        EventKind::Expired => 3,
-    }
-}
-
 fn decode_json(text: &str, what: &str) -> Result<serde_json::Value, StorageError> {
     serde_json::from_str(text).map_err(|e| StorageError::Corrupt(format!("{what} is not JSON: {e}")))
 }
@@ -615,12 +607,11 @@ pub(super) fn decode_entry(row: &Row) -> Result<Entry, StorageError> {
 
 /// Decodes `revision, key, kind, action, version, agent_id, time, value`.
 fn decode_event(row: &Row) -> Result<Event, StorageError> {
-    let kind = match row.get::<_, i16>(2) {
-        1 => EventKind::Put,
-        2 => EventKind::Delete,
-        3 => EventKind::Expired,
-        other => return Err(StorageError::Corrupt(format!("unknown event kind {other}"))),
-    };
+    let code = row.get::<_, i16>(2);
+    let kind = u8::try_from(code)
+        .ok()
+        .and_then(EventKind::from_code)
+        .ok_or_else(|| StorageError::Corrupt(format!("unknown event kind {code}")))?;
     let action = match row.get::<_, i16>(3) {
         0 => None,
         code => Some(

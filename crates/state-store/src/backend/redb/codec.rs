@@ -51,11 +51,7 @@ pub(super) fn decode_entry(key: &str, bytes: &[u8]) -> Result<Entry, StorageErro
 pub(super) fn encode_event(event: &Event) -> Vec<u8> {
     let mut out = Vec::with_capacity(48 + event.key.len());
     out.push(FORMAT);
-    out.push(match event.kind {
-        EventKind::Put => 0,
-        EventKind::Delete => 1,
-        EventKind::Expired => 2,
-    });
+    out.push(event.kind.code());
     out.extend_from_slice(&event.version.to_le_bytes());
     out.extend_from_slice(&event.time.0.to_le_bytes());
     out.push(
@@ -78,12 +74,8 @@ pub(super) fn encode_event(event: &Event) -> Vec<u8> {
 
 pub(super) fn decode_event(revision: u64, bytes: &[u8]) -> Result<Event, StorageError> {
     let mut r = Reader::new(bytes, "history event")?;
-    let kind = match r.u8()? {
-        0 => EventKind::Put,
-        1 => EventKind::Delete,
-        2 => EventKind::Expired,
-        other => return Err(r.corrupt(&format!("unknown event kind {other}"))),
-    };
+    let code = r.u8()?;
+    let kind = EventKind::from_code(code).ok_or_else(|| r.corrupt(&format!("unknown event kind {code}")))?;
     let version = r.u64()?;
     let time = UnixMillis(r.u64()?);
     let flags = r.u8()?;
