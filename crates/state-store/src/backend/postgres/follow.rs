@@ -10,7 +10,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio_postgres::AsyncMessage;
 
-use super::{FollowMode, PostgresBackend};
+use super::txn::meta_of;
+use super::{FollowMode, PostgresBackend, pooled};
 use crate::backend::Follower;
 
 /// How often the revision is read even when NOTIFY works.
@@ -28,15 +29,14 @@ impl Drop for AbortOnDrop {
 
 pub(super) fn spawn(backend: &PostgresBackend, on_commit: Box<dyn Fn(u64) + Send + Sync>) -> Follower {
     let (config, tls) = (backend.config.clone(), backend.tls.clone());
-    let pool = backend.pool.clone();
-    let revision_sql = backend.sql.read_meta.clone();
-    let listen = format!("LISTEN {}", backend.sql.channel);
+    let (pool, sql) = (backend.pool.clone(), backend.sql.clone());
+    let listen = format!("LISTEN {}", sql.channel);
     let mode = backend.options.follow;
     let task = backend.handle.spawn(async move {
+        // A failed read is skipped: the next tick or doorbell reads again.
         let read_revision = || async {
-            let client = pool.get().await.ok()?;
-            let row = client.query_one(&revision_sql, &[]).await.ok()?;
-            u64::try_from(row.get::<_, i64>(0)).ok()
+            let client = pooled(&pool).await.ok()?;
+            meta_of(&client.query(&sql.read_meta, &[]).await.ok()?).ok().map(|(revision, _, _)| revision)
         };
         let mut backoff = Duration::from_millis(100);
         loop {

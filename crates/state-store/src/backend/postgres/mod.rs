@@ -27,6 +27,7 @@ mod tls;
 mod txn;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -91,7 +92,8 @@ pub struct PostgresBackend {
     pool: Pool,
     config: tokio_postgres::Config,
     tls: MakeRustlsConnect,
-    sql: Sql,
+    /// Shared with the tasks that outlive a call (point reads, the follower).
+    sql: Arc<Sql>,
     options: PostgresOptions,
 }
 
@@ -144,7 +146,7 @@ impl PostgresBackend {
             pool,
             config,
             tls,
-            sql: Sql::new(&options.schema),
+            sql: Arc::new(Sql::new(&options.schema)),
             options,
         };
         backend.migrate()?;
@@ -207,13 +209,9 @@ impl PostgresBackend {
             txn.commit().await.map_err(txn::storage)
         })
     }
-
-    pub fn options(&self) -> &PostgresOptions {
-        &self.options
-    }
 }
 
-async fn pooled(pool: &Pool) -> Result<deadpool_postgres::Object, StorageError> {
+pub(super) async fn pooled(pool: &Pool) -> Result<deadpool_postgres::Object, StorageError> {
     pool.get().await.map_err(|e| StorageError::Retryable(format!("cannot reach PostgreSQL: {}", causes(&e))))
 }
 
@@ -259,13 +257,12 @@ impl Backend for PostgresBackend {
     /// runs as a task on this backend's runtime, so every connection keeps being driven there
     /// whichever runtime the caller is on.
     fn get_now<'a>(&'a self, key: &'a str) -> Option<PointRead<'a>> {
-        let (pool, sql, key) = (self.pool.clone(), self.sql.get_now.clone(), key.to_owned());
+        let (pool, sql, key) = (self.pool.clone(), self.sql.clone(), key.to_owned());
         let task = self.handle.spawn(async move {
             let client = pooled(&pool).await?;
-            let statement = client.prepare_cached(&sql).await.map_err(txn::storage)?;
+            let statement = client.prepare_cached(&sql.get_now).await.map_err(txn::storage)?;
             let row = client.query_one(&statement, &[&key]).await.map_err(txn::storage)?;
-            let revision = u64::try_from(row.get::<_, i64>(8))
-                .map_err(|_| StorageError::Corrupt("negative revision in the meta row".into()))?;
+            let revision = txn::unsigned(row.get(8))?;
             let entry = match row.get::<_, Option<String>>(0) {
                 Some(_) => Some(txn::decode_entry(&row)?),
                 None => None,

@@ -5,8 +5,9 @@
 //! above): once it holds the lock no other writer can commit, so each statement it runs sees
 //! exactly the last commit plus its own changes.
 //!
-//! Events are buffered and inserted in one statement before anything reads history and at
-//! commit, so a batch of N writes costs N round trips for its entries, not 2N.
+//! A write transaction buffers its entry writes (`pending.rs`) and its events, and sends them
+//! in one round trip before anything reads more than one key and at commit: a batch of N
+//! writes costs about N round trips for the reads its plans make, not 3N.
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashMap;
@@ -65,11 +66,11 @@ impl<'a> PgTxn<'a> {
     pub(super) fn begin_write(backend: &'a PostgresBackend) -> Result<PgTxn<'a>, StorageError> {
         let sql = &backend.sql;
         let lock = if backend.options.unguarded { &sql.read_meta_unlocked } else { &sql.lock_meta };
-        let (client, row) = backend.block(begin_with(backend, "BEGIN", lock))?;
+        let (client, (revision, compacted, now), _) = backend.block(begin_with(backend, "BEGIN", lock, None))?;
         let write = WriteState {
-            revision: unsigned(row.get::<_, i64>(0))?,
-            compacted: unsigned(row.get::<_, i64>(1))?,
-            now: UnixMillis(unsigned(row.get::<_, i64>(2))?),
+            revision,
+            compacted,
+            now: UnixMillis(now),
             observed: RefCell::new(HashMap::new()),
             pending: RefCell::new(Pending::default()),
             events: RefCell::new(Vec::new()),
@@ -86,64 +87,30 @@ impl<'a> PgTxn<'a> {
 
     fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StorageError> {
         let Some(client) = self.client.get() else { return self.begin_snapshot(Some((sql, params))) };
-        self.backend.block(async {
-            let statement = client.prepare_cached(sql).await.map_err(storage)?;
-            client.query(&statement, params).await.map_err(storage)
-        })
+        self.backend.block(run(client, sql, params)).map_err(storage)
     }
 
     /// Begins a read transaction: BEGIN, the meta row and `first` (if any) in one round trip.
     /// Returns what `first` returned.
     fn begin_snapshot(&self, first: Option<(&str, &[&(dyn ToSql + Sync)])>) -> Result<Vec<Row>, StorageError> {
-        let sql = &self.backend.sql;
-        let (client, meta, rows) = self.backend.block(async {
-            let client = self.backend.connection().await?;
-            let (begun, meta, rows) = futures_util::future::join3(
-                client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"),
-                run(&client, &sql.read_meta, &[]),
-                async {
-                    match first {
-                        Some((text, params)) => run(&client, text, params).await,
-                        None => Ok(Vec::new()),
-                    }
-                },
-            )
-            .await;
-            begun.map_err(storage)?;
-            let (meta, rows) = (meta.map_err(storage)?, rows.map_err(storage)?);
-            Ok::<_, StorageError>((client, meta, rows))
-        })?;
-        let row = meta.first().ok_or_else(|| StorageError::Corrupt("the meta row is missing".into()))?;
-        let meta = (unsigned(row.get::<_, i64>(0))?, unsigned(row.get::<_, i64>(1))?, unsigned(row.get::<_, i64>(2))?);
+        let begin = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY";
+        let (client, meta, rows) =
+            self.backend.block(begin_with(self.backend, begin, &self.backend.sql.read_meta, first))?;
         self.meta.set(Some(meta));
         // Only this transaction's own thread begins it, once.
         let _ = self.client.set(client);
         Ok(rows)
     }
 
-    fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, StorageError> {
-        let client = self.client()?;
-        self.backend.block(async {
-            let statement = client.prepare_cached(sql).await.map_err(storage)?;
-            client.execute(&statement, params).await.map_err(storage)
-        })
-    }
-
+    /// A read transaction's meta row (revision, compacted revision, user keys), which comes
+    /// with its first statement.
     fn read_meta(&self) -> Result<(u64, u64, u64), StorageError> {
-        if let Some(meta) = self.meta.get() {
-            return Ok(meta);
-        }
-        if self.client.get().is_none() {
+        if self.meta.get().is_none() {
             self.begin_snapshot(None)?;
-            if let Some(meta) = self.meta.get() {
-                return Ok(meta);
-            }
         }
-        let rows = self.query(&self.backend.sql.read_meta, &[])?;
-        let row = rows.first().ok_or_else(|| StorageError::Corrupt("the meta row is missing".into()))?;
-        let meta = (unsigned(row.get::<_, i64>(0))?, unsigned(row.get::<_, i64>(1))?, unsigned(row.get::<_, i64>(2))?);
-        self.meta.set(Some(meta));
-        Ok(meta)
+        self.meta
+            .get()
+            .ok_or_else(|| StorageError::Other("internal error: a snapshot began without its meta row".into()))
     }
 
     fn observe(&self, key: &str, version: Option<u64>) {
@@ -263,19 +230,34 @@ async fn run(client: &Object, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Resu
     client.query(&statement, params).await
 }
 
-/// A pooled connection with a transaction begun by `begin` and the one row `first` returns,
-/// both sent before either answer is awaited: one round trip, where a snapshot read of the
-/// meta row needs to be the transaction's first statement anyway.
-async fn begin_with(backend: &PostgresBackend, begin: &str, first: &str) -> Result<(Object, Row), StorageError> {
+/// A pooled connection with a transaction begun by `begin`, its meta row read by `meta` (the
+/// revision row's first statement, locking it for a writer), and what `first` returns, all
+/// sent before any answer is awaited: one round trip.
+async fn begin_with(
+    backend: &PostgresBackend,
+    begin: &str,
+    meta: &str,
+    first: Option<(&str, &[&(dyn ToSql + Sync)])>,
+) -> Result<(Object, (u64, u64, u64), Vec<Row>), StorageError> {
     let client = backend.connection().await?;
-    let (begun, row) = futures_util::future::join(client.batch_execute(begin), async {
-        let statement = client.prepare_cached(first).await?;
-        client.query_one(&statement, &[]).await
-    })
-    .await;
+    let (begun, meta, rows) =
+        futures_util::future::join3(client.batch_execute(begin), run(&client, meta, &[]), async {
+            match first {
+                Some((text, params)) => run(&client, text, params).await,
+                None => Ok(Vec::new()),
+            }
+        })
+        .await;
     begun.map_err(storage)?;
-    let row = row.map_err(storage)?;
-    Ok((client, row))
+    let meta = meta_of(&meta.map_err(storage)?)?;
+    Ok((client, meta, rows.map_err(storage)?))
+}
+
+/// The first three columns of a meta row read (the revision, the compacted revision, and
+/// the user key count or the database clock).
+pub(super) fn meta_of(rows: &[Row]) -> Result<(u64, u64, u64), StorageError> {
+    let row = rows.first().ok_or_else(|| StorageError::Corrupt("the meta row is missing".into()))?;
+    Ok((unsigned(row.get(0))?, unsigned(row.get(1))?, unsigned(row.get(2))?))
 }
 
 #[derive(Default)]
@@ -368,9 +350,7 @@ impl ReadTxn for PgTxn<'_> {
             // A write transaction's own changes are not in the row yet.
             Some(write) => {
                 self.flush(false)?;
-                let rows = self.query(&self.backend.sql.read_meta, &[])?;
-                let row = rows.first().ok_or_else(|| StorageError::Corrupt("the meta row is missing".into()))?;
-                let stored = unsigned(row.get::<_, i64>(2))?;
+                let (_, _, stored) = meta_of(&self.query(&self.backend.sql.read_meta, &[])?)?;
                 return Ok(stored.saturating_add_signed(write.user_keys.get()));
             }
             None => self.read_meta()?,
@@ -455,10 +435,10 @@ impl WriteTxn for PgTxn<'_> {
         self.flush(false)?;
         let sql = &self.backend.sql;
         let removed = self.query(&sql.clear, &[])?.first().map_or(0, |row| row.get::<_, i64>(0));
-        self.execute(&sql.set_compacted, &[&signed(compacted_through)?])?;
-        let stored = self.query(&sql.read_meta, &[])?.first().map_or(0, |row| row.get::<_, i64>(2));
+        self.query(&sql.set_compacted, &[&signed(compacted_through)?])?;
+        let (_, _, stored) = meta_of(&self.query(&sql.read_meta, &[])?)?;
         let write = self.write_state()?;
-        write.user_keys.set(-stored);
+        write.user_keys.set(-i64::try_from(stored).unwrap_or(i64::MAX));
         write.compacted = compacted_through;
         write.next_seq = None;
         write.observed.borrow_mut().clear();
@@ -478,10 +458,10 @@ impl WriteTxn for PgTxn<'_> {
         let last =
             self.query(&sql.compaction_boundary, &[&from, &to, &offset])?.first().map(|row| row.get::<_, i64>(0));
         let end = last.unwrap_or(to);
-        self.execute(&sql.compact, &[&from, &end])?;
+        self.query(&sql.compact, &[&from, &end])?;
         let more = self.query(&sql.events_left, &[&end, &to])?.first().is_some_and(|row| row.get::<_, bool>(0));
         let new = if more { unsigned(end)? } else { through };
-        self.execute(&sql.set_compacted, &[&signed(new)?])?;
+        self.query(&sql.set_compacted, &[&signed(new)?])?;
         self.write_state()?.compacted = new;
         Ok(new)
     }
@@ -582,7 +562,7 @@ pub(super) fn storage(e: tokio_postgres::Error) -> StorageError {
     }
 }
 
-fn unsigned(n: i64) -> Result<u64, StorageError> {
+pub(super) fn unsigned(n: i64) -> Result<u64, StorageError> {
     u64::try_from(n).map_err(|_| StorageError::Corrupt(format!("negative number {n} in a counter column")))
 }
 
