@@ -7,6 +7,7 @@
 //! accepts connections under [`Limits`].
 
 mod authn;
+mod browser;
 mod listen;
 mod mcp;
 mod metrics;
@@ -26,6 +27,7 @@ use state_api::Api;
 use state_api::auth::Tokens;
 use tokio_util::sync::CancellationToken;
 
+pub use browser::BrowserPolicy;
 pub use listen::{Limits, serve};
 pub use mcp::McpConfig;
 
@@ -46,6 +48,8 @@ pub(crate) struct Service {
     pub(crate) shutdown: CancellationToken,
     /// How often an idle watch stream gets a keep-alive comment.
     pub(crate) keep_alive: Duration,
+    /// Which hosts and browser origins are answered.
+    pub(crate) browser: Arc<BrowserPolicy>,
 }
 
 /// How the application behaves.
@@ -54,6 +58,8 @@ pub struct Config {
     /// Bearer tokens; `None` serves everyone (only allowed on loopback without `--insecure`).
     pub tokens: Option<Arc<Tokens>>,
     pub mcp: McpConfig,
+    /// Host names and browser origins answered, on every route.
+    pub browser: BrowserPolicy,
     /// Largest request body, for REST and /mcp alike; larger ones get 413 and change nothing.
     pub max_body_bytes: usize,
     /// Longest time a REST request may take, its body included. Watches (`/v1/watch`, the
@@ -71,6 +77,7 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
         metrics: Arc::new(metrics::Metrics::default()),
         shutdown: shutdown.clone(),
         keep_alive: config.keep_alive,
+        browser: Arc::new(config.browser.clone()),
     };
     let rest = rest::router()
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
@@ -80,15 +87,22 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
         .layer(DefaultBodyLimit::max(config.max_body_bytes));
     // The document depends only on the catalog: generate its schemas once, not per request.
     let document = Arc::new(openapi::document());
-    Router::new()
+    let app = Router::new()
         .merge(rest)
         .merge(rest::watch::router())
         .route("/openapi.json", get(move || async move { axum::Json(Arc::clone(&document)).into_response() }))
         .route("/healthz", get(metrics::healthz))
         .route("/metrics", get(metrics::metrics))
-        .nest_service("/mcp", mcp::service(api, &config.mcp, shutdown))
+        .nest_service("/mcp", mcp::service(api, &config.mcp, &config.browser, shutdown))
         .layer(middleware::from_fn_with_state(service.clone(), authn::authenticate))
-        .layer(middleware::from_fn_with_state(service.clone(), metrics::record))
+        // Before authentication: a foreign page is refused whatever it presents.
+        .layer(middleware::from_fn_with_state(service.clone(), browser::guard));
+    // Preflights are answered before the guard (their origin is one of the allowed ones).
+    let app = match browser::cors(&config.browser.allowed_origins) {
+        Some(cors) => app.layer(cors),
+        None => app,
+    };
+    app.layer(middleware::from_fn_with_state(service.clone(), metrics::record))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(config.max_body_bytes))
         .with_state(service)
 }

@@ -13,7 +13,7 @@ use state_api::auth::Tokens;
 use state_api::cli::{OwnerArgs, StoreArgs, ToolArgs, parse_duration};
 use state_api::owner::{self, Owner, OwnerConfig};
 use state_api::{Api, Local};
-use state_http::{Config, DEFAULT_LISTEN, Limits, McpConfig};
+use state_http::{BrowserPolicy, Config, DEFAULT_LISTEN, Limits, McpConfig};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::fmt::writer::MakeWriterExt;
 
@@ -57,11 +57,14 @@ struct Cli {
     #[command(flatten)]
     tools: ToolArgs,
 
-    /// Also accept this browser Origin on /mcp (e.g. https://app.example.com); repeatable
+    /// Let pages at this browser Origin call the server, with CORS (e.g. https://app.example.com;
+    /// `:*` for any port); repeatable. Requests from any other page are refused (pages on
+    /// loopback may use /mcp)
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,
 
-    /// Also accept this Host on /mcp (a name clients use for this server); repeatable
+    /// Also answer to this Host (a name clients use for this server); repeatable. Without
+    /// --auth, requests naming any other host are refused (DNS-rebinding protection)
     #[arg(long = "allow-host", value_name = "HOST")]
     allow_host: Vec<String>,
 
@@ -69,7 +72,8 @@ struct Cli {
     #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
     max_body_bytes: usize,
 
-    /// Connections open at once; more wait until one closes
+    /// Connections open at once; at the cap the one idle longest is closed for a newcomer, and
+    /// when all are busy a newcomer is answered 503
     #[arg(long, value_name = "N", default_value_t = 1024)]
     max_connections: usize,
 
@@ -77,9 +81,13 @@ struct Cli {
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     request_timeout: Duration,
 
-    /// Time a client has to send its request headers
+    /// Time a new connection has to send its request headers, from the moment it opens
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     header_timeout: Duration,
+
+    /// Time a connection may sit idle between requests before it is closed
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    idle_timeout: Duration,
 
     /// How often an idle watch stream (GET /v1/watch) gets a keep-alive comment
     #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
@@ -224,11 +232,11 @@ async fn serve(cli: Cli, tokens: Option<Arc<Tokens>>) -> anyhow::Result<()> {
     };
     let config = Config {
         tokens: tokens.clone(),
-        mcp: McpConfig {
-            options: cli.tools.options(),
-            allowed_origins: allowed_origins(&cli.allow_origin),
+        mcp: McpConfig { options: cli.tools.options(), max_body_bytes: cli.max_body_bytes },
+        browser: BrowserPolicy {
             allowed_hosts: allowed_hosts(cli.listen, &cli.allow_host),
-            max_body_bytes: cli.max_body_bytes,
+            allowed_origins: cli.allow_origin.clone(),
+            mcp_origins: mcp_origins(&cli.allow_origin),
         },
         max_body_bytes: cli.max_body_bytes,
         request_timeout: cli.request_timeout,
@@ -239,6 +247,7 @@ async fn serve(cli: Cli, tokens: Option<Arc<Tokens>>) -> anyhow::Result<()> {
     let limits = Limits {
         max_connections: cli.max_connections,
         header_timeout: cli.header_timeout,
+        idle_timeout: cli.idle_timeout,
         drain_timeout: Duration::from_secs(10),
     };
     let auth = tokens.map_or_else(|| "none (loopback only)".to_owned(), |t| format!("{} token(s)", t.len()));
@@ -308,7 +317,7 @@ async fn reach_store(cli: &Cli, db: &std::path::Path) -> anyhow::Result<(Api, Op
     }
 }
 
-fn allowed_origins(extra: &[String]) -> Vec<String> {
+fn mcp_origins(extra: &[String]) -> Vec<String> {
     let mut origins: Vec<String> =
         ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"].iter().map(|s| (*s).to_owned()).collect();
     origins.extend(extra.iter().cloned());

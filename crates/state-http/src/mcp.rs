@@ -8,6 +8,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use state_api::{Api, Options};
 use state_mcp::StateServer;
+
+use crate::BrowserPolicy;
 use tokio_util::sync::CancellationToken;
 
 /// What `/mcp` accepts.
@@ -15,23 +17,20 @@ use tokio_util::sync::CancellationToken;
 pub struct McpConfig {
     /// The tools served (`--compat`, `--tools`).
     pub options: Options,
-    /// Browser origins allowed to call; any other `Origin` gets 403.
-    pub allowed_origins: Vec<String>,
-    /// `Host` values accepted (DNS-rebinding protection); any other gets 403.
-    pub allowed_hosts: Vec<String>,
     pub max_body_bytes: usize,
 }
 
 pub(crate) fn service(
     api: Api,
     config: &McpConfig,
+    browser: &BrowserPolicy,
     shutdown: CancellationToken,
 ) -> StreamableHttpService<StateServer, LocalSessionManager> {
     let settings = StreamableHttpServerConfig::default()
-        .with_allowed_origins(config.allowed_origins.clone())
+        .with_allowed_origins(browser.mcp_origins.clone())
         // An empty list would otherwise switch the check off: keep it on whatever is configured.
         .enforce_origin_validation()
-        .with_allowed_hosts(config.allowed_hosts.clone())
+        .with_allowed_hosts(browser.allowed_hosts.clone())
         .with_max_request_body_bytes(config.max_body_bytes)
         // A request answered with nothing before its response (every tool here) goes back as
         // plain JSON instead of a one-event stream: the spec allows either, and JSON costs the

@@ -7,6 +7,7 @@
 
 mod auth;
 mod conformance;
+mod hostile;
 mod lifecycle;
 mod mcp;
 mod openapi;

@@ -1,0 +1,169 @@
+//! Attacks on a running server, each one a request an attacker could really send: a foreign web
+//! page, a DNS-rebinding page, a flood of silent sockets, clients that never read. Each test
+//! runs the exploit and asserts that it changes nothing and locks nobody out.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::{Place, expect, problem};
+
+/// A browser's "simple" request from a page at `origin`: no preflight, so it reaches the
+/// server whatever the server would say about CORS.
+fn simple_post(server: &state_e2e::HttpServer, path: &str, origin: &str, content_type: &str, body: &str) -> u16 {
+    let headers = [("Origin", origin), ("Content-Type", content_type), ("Sec-Fetch-Site", "cross-site")];
+    server.client().request("POST", path, &headers, Some(body.as_bytes())).unwrap().status
+}
+
+#[test]
+fn a_foreign_page_cannot_write_or_wipe_a_loopback_store() {
+    let place = Place::new();
+    let server = place.serve(&[]);
+    let http = server.client();
+    expect(&http.json("PUT", "/v1/kv/precious", &json!(1)).unwrap(), 200);
+
+    let write = r#"{"success": [{"op": "put", "key": "precious", "value": "pwned"}]}"#;
+    for content_type in ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"] {
+        let status = simple_post(&server, "/v1/kv:txn", "http://evil.example", content_type, write);
+        assert_eq!(status, 403, "{content_type}");
+        let status = simple_post(&server, "/v1/admin:reset", "http://evil.example", content_type, "{}");
+        assert_eq!(status, 403, "{content_type}");
+    }
+    // A page on another loopback port is another site too.
+    assert_eq!(simple_post(&server, "/v1/admin:reset", "http://127.0.0.1:8000", "text/plain", ""), 403);
+    // Without an Origin (an old browser, a form in a privacy mode), the body type still stops it.
+    let form =
+        http.request("POST", "/v1/admin:reset", &[("Content-Type", "application/x-www-form-urlencoded")], Some(b""));
+    problem(&form.unwrap(), 415, "unsupported_media_type");
+    let plain = http.request("POST", "/v1/kv:txn", &[("Content-Type", "text/plain")], Some(write.as_bytes()));
+    problem(&plain.unwrap(), 415, "unsupported_media_type");
+
+    let stored = expect(&http.get("/v1/kv/precious").unwrap(), 200);
+    assert_eq!(stored["value"], 1, "nothing a foreign page sent was applied: {stored}");
+    assert_eq!(stored["version"], 1);
+}
+
+#[test]
+fn a_dns_rebinding_page_cannot_read_values() {
+    let place = Place::new();
+    let server = place.serve(&[]);
+    let http = server.client();
+    expect(&http.json("PUT", "/v1/kv/secret", &json!("s3cr3t")).unwrap(), 200);
+    let port = server.addr.port();
+    let rebound_host = format!("evil.example:{port}");
+    for path in ["/v1/kv/secret", "/v1/kv", "/v1/history", "/metrics", "/v1/store:export"] {
+        let response = http.request("GET", path, &[("Host", rebound_host.as_str())], None).unwrap();
+        assert_eq!(response.status, 403, "{path}: {}", response.text());
+        assert!(!response.text().contains("s3cr3t"), "{path}");
+    }
+    // The names the server does answer to still work.
+    for host in [format!("127.0.0.1:{port}"), format!("localhost:{port}")] {
+        expect(&http.request("GET", "/v1/kv/secret", &[("Host", host.as_str())], None).unwrap(), 200);
+    }
+}
+
+#[test]
+fn cors_is_only_for_configured_origins() {
+    let place = Place::new();
+    let server = place.serve(&["--allow-origin", "https://app.example.com"]);
+    let http = server.client();
+    let preflight = [
+        ("Origin", "https://app.example.com"),
+        ("Access-Control-Request-Method", "PUT"),
+        ("Access-Control-Request-Headers", "content-type, if-match"),
+    ];
+    let answered = http.request("OPTIONS", "/v1/kv/x", &preflight, None).unwrap();
+    assert!(answered.status < 300, "{}", answered.text());
+    assert_eq!(answered.header("access-control-allow-origin"), Some("https://app.example.com"));
+    let put = http
+        .request(
+            "PUT",
+            "/v1/kv/x",
+            &[("Origin", "https://app.example.com"), ("Content-Type", "application/json")],
+            Some(b"1"),
+        )
+        .unwrap();
+    assert_eq!(put.status, 200, "{}", put.text());
+    assert_eq!(put.header("access-control-allow-origin"), Some("https://app.example.com"));
+    // Anyone else: no CORS grant, and no access.
+    let foreign = [("Origin", "https://evil.example"), ("Access-Control-Request-Method", "PUT")];
+    let refused = http.request("OPTIONS", "/v1/kv/x", &foreign, None).unwrap();
+    assert_eq!(refused.header("access-control-allow-origin"), None);
+    let plain = place.serve(&[]);
+    let none = plain.client().request("OPTIONS", "/v1/kv/x", &preflight, None).unwrap();
+    assert_eq!(none.header("access-control-allow-origin"), None, "no CORS unless configured");
+}
+
+/// Opens `n` connections that never send a byte.
+fn silent_sockets(server: &state_e2e::HttpServer, n: usize) -> Vec<TcpStream> {
+    (0..n).map(|_| TcpStream::connect(server.addr).unwrap()).collect()
+}
+
+#[test]
+fn a_flood_of_silent_sockets_locks_nobody_out() {
+    let place = Place::new();
+    let server = place.serve(&[]);
+    // More than the default cap of 1,024, from a client with no token.
+    let flood = silent_sockets(&server, 1100);
+    let started = Instant::now();
+    let health = server.client().get("/healthz").unwrap();
+    assert_eq!(health.status, 200, "{}", health.text());
+    assert!(started.elapsed() < Duration::from_secs(5), "healthz took {:?}", started.elapsed());
+    expect(&server.client().json("PUT", "/v1/kv/still-served", &json!(true)).unwrap(), 200);
+    drop(flood);
+}
+
+#[test]
+fn a_silent_socket_is_closed_after_the_header_timeout() {
+    let place = Place::new();
+    let server = place.serve(&["--header-timeout", "500ms", "--idle-timeout", "700ms"]);
+    let mut silent = TcpStream::connect(server.addr).unwrap();
+    silent.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 64];
+    let read = silent.read(&mut buf).unwrap_or(0);
+    assert_eq!(read, 0, "the server closes a connection that never spoke");
+    assert!(started.elapsed() < Duration::from_secs(5), "closed after {:?}", started.elapsed());
+
+    // A keep-alive connection that goes quiet after a request is closed too.
+    let mut kept = TcpStream::connect(server.addr).unwrap();
+    kept.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(kept, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut answered = Vec::new();
+    let started = Instant::now();
+    loop {
+        let n = kept.read(&mut buf).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        answered.extend_from_slice(&buf[..n]);
+        assert!(started.elapsed() < Duration::from_secs(5), "the idle connection stayed open");
+    }
+    assert!(String::from_utf8_lossy(&answered).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answered));
+}
+
+#[test]
+fn when_every_connection_is_busy_a_newcomer_gets_503_at_once() {
+    let place = Place::new();
+    let server = place.serve(&["--max-connections", "4"]);
+    let http = server.client();
+    // Four watch streams hold every connection with a request in flight.
+    let streams: Vec<_> = (0..4).map(|_| http.stream("/v1/watch?prefix=x/", &[]).unwrap()).collect();
+    let started = Instant::now();
+    let shed = http.get("/healthz").unwrap();
+    problem(&shed, 503, "overloaded");
+    assert_eq!(shed.header("retry-after"), Some("1"));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    drop(streams);
+    // Once they go, service resumes.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if http.get("/healthz").unwrap().status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the server never recovered");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
