@@ -63,12 +63,14 @@ impl Api {
         op: Operation,
         args: Value,
     ) -> Reply {
-        if let Some(principal) = principal
-            && let Err(refused) = self.authorize(principal, op, auth::needs(op, &args)).await
-        {
+        let Some(principal) = principal else { return self.dispatch(op, args, request_id).await };
+        if let Err(refused) = self.authorize(principal, op, auth::needs(op, &args)).await {
             return Reply::error(refused);
         }
-        self.dispatch(op, args, request_id).await
+        let (args, request_id) = auth::scope_request_ids(principal, op, args, request_id);
+        let mut reply = self.dispatch(op, args, request_id).await;
+        reply.body = reply.body.map(|result| auth::redact(principal, op, result));
+        reply
     }
 
     /// Runs a call on whichever side of the seam the store is, unchecked.

@@ -64,6 +64,12 @@ impl Principal {
         self.covers(prefix, right)
     }
 
+    /// Whether the token may read everything: store-wide figures (key counts, the owner's
+    /// process, metrics) are for such tokens only.
+    pub fn reads_whole_store(&self) -> bool {
+        self.covers_prefix("", Right::Read)
+    }
+
     /// The prefixes, for messages.
     fn scope(&self) -> String {
         self.prefixes.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
@@ -113,7 +119,7 @@ impl Tokens {
 
     /// Parses a tokens file (TOML); see the README for the format.
     pub fn parse(text: &str) -> Result<Tokens, String> {
-        let file: File = toml::from_str(text).map_err(|e| e.to_string())?;
+        let file: File = toml::from_str(text).map_err(|e| describe_toml_error(text, &e))?;
         if file.token.is_empty() {
             return Err("defines no [[token]]".into());
         }
@@ -167,6 +173,39 @@ impl Tokens {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// Where a tokens file is malformed and why, without quoting it: the line at fault may hold a
+/// secret, and startup errors end up in logs.
+fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
+    let line = error.span().map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+    let message = redact_strings(error.message().trim());
+    match line {
+        Some(line) => format!("line {line}: {message}"),
+        None => message,
+    }
+}
+
+/// `message` with every double-quoted string replaced by `"…"`: serde names a wrong value by
+/// quoting it, and that value can be a secret.
+fn redact_strings(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut quoted = false;
+    for c in message.chars() {
+        match (c, quoted) {
+            ('"', false) => {
+                quoted = true;
+                out.push_str("\"…");
+            }
+            ('"', true) => {
+                quoted = false;
+                out.push('"');
+            }
+            (_, true) => {}
+            (c, false) => out.push(c),
+        }
+    }
+    out
 }
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {
@@ -300,6 +339,41 @@ fn history_needs(kind: Option<HistoryKind>, key: Option<String>, prefix: Option<
     }
 }
 
+/// What `principal` may see of `op`'s result: health without the store-wide figures (how
+/// many keys everyone has, the database's size, the owner's process) unless the token reads
+/// the whole store.
+pub(crate) fn redact(principal: &Principal, op: Operation, mut result: Value) -> Value {
+    if op == Operation::StateHealth
+        && !principal.reads_whole_store()
+        && let Some(fields) = result.as_object_mut()
+    {
+        for store_wide in ["keys", "database_bytes", "owner", "writes"] {
+            fields.remove(store_wide);
+        }
+    }
+    result
+}
+
+/// A token's request ids, in a namespace of its own: the `request_id` argument and the one
+/// given beside the arguments (`Idempotency-Key`). Reads carry none.
+pub(crate) fn scope_request_ids(
+    principal: &Principal,
+    op: Operation,
+    mut args: Value,
+    request_id: Option<String>,
+) -> (Value, Option<String>) {
+    if !op.is_mutating() {
+        return (args, request_id);
+    }
+    let scope = |id: &str| state_core::idempotency::scoped(&principal.name, id);
+    if let Some(id) = args.get_mut("request_id")
+        && let Some(text) = id.as_str()
+    {
+        *id = Value::String(scope(text));
+    }
+    (args, request_id.map(|id| scope(&id)))
+}
+
 /// Refuses `need` for `principal`, or lets it through. `run_name` resolves a run's name.
 pub(crate) fn check(principal: &Principal, op: Operation, need: &Need, run_name: Option<&str>) -> Result<(), ApiError> {
     let (what, allowed) = match need {
@@ -312,9 +386,8 @@ pub(crate) fn check(principal: &Principal, op: Operation, need: &Need, run_name:
             (format!("everything under `{prefix}` ({})", name(*right)), principal.covers_prefix(prefix, *right))
         }
         Need::Run(run, right) => match run_name {
-            Some(run_name) => {
-                (format!("run `{run}` of `{run_name}` ({})", name(*right)), principal.covers(run_name, *right))
-            }
+            // The run's name is someone's id: a refusal never tells it.
+            Some(run_name) => (format!("run `{run}` ({})", name(*right)), principal.covers(run_name, *right)),
             // A run that does not exist belongs to no one: the call answers not_found.
             None => return Ok(()),
         },

@@ -2,7 +2,7 @@
 //! past the cap it is renamed to `<name>.1` (replacing the previous one) and started afresh,
 //! so an owner that runs for months keeps at most twice the cap on disk.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -33,7 +33,9 @@ struct State {
 
 impl CappedLog {
     pub fn open(path: &Path, cap: u64) -> io::Result<CappedLog> {
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        // An owner's log names keys and clients: private, like the database beside it.
+        let file = state_store::files::private_file().create(true).append(true).open(path)?;
+        let _ = state_store::files::make_private(path);
         let size = file.metadata()?.len();
         Ok(CappedLog { state: Arc::new(Mutex::new(State { path: path.to_owned(), file, size, cap: cap.max(1024) })) })
     }
@@ -44,7 +46,7 @@ impl State {
         let mut old = self.path.as_os_str().to_owned();
         old.push(".1");
         std::fs::rename(&self.path, &old)?;
-        self.file = OpenOptions::new().create(true).write(true).truncate(true).open(&self.path)?;
+        self.file = state_store::files::private_file().create(true).write(true).truncate(true).open(&self.path)?;
         self.size = 0;
         Ok(())
     }

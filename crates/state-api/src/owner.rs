@@ -465,7 +465,8 @@ pub fn main(
 ) -> Result<OwnerExit, MainError> {
     let db = args.database.database()?;
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| MainError::Setup { path: dir.to_owned(), source })?;
+        state_store::files::create_private_dir_all(dir)
+            .map_err(|source| MainError::Setup { path: dir.to_owned(), source })?;
     }
     let log_path = crate::owner_log_path(&db);
     let log = crate::CappedLog::open(&log_path, crate::DEFAULT_LOG_CAP)

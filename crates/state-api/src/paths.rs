@@ -57,7 +57,8 @@ fn canonical_database(db: &Path) -> Result<PathBuf, PathError> {
     };
     let parent = absolute.parent().unwrap_or(Path::new("/"));
     let name = absolute.file_name().unwrap_or_default();
-    std::fs::create_dir_all(parent).map_err(|source| PathError::DatabaseDir { path: db.to_owned(), source })?;
+    state_store::files::create_private_dir_all(parent)
+        .map_err(|source| PathError::DatabaseDir { path: db.to_owned(), source })?;
     let parent = parent.canonicalize().map_err(|source| PathError::DatabaseDir { path: db.to_owned(), source })?;
     Ok(parent.join(name))
 }

@@ -55,6 +55,8 @@ pub(crate) fn unsettled(op: Operation, request_id: Option<&str>, sent: bool, why
     if !why.transient {
         return Reply::error(ApiError::new(ErrorCode::Unavailable, format!("`{name}` was not run: {reason}")));
     }
+    // The caller resends the id it chose, whatever scope the seam filed it under.
+    let request_id = request_id.map(state_core::idempotency::unscoped);
     let message = match (request_id, sent) {
         (Some(key), true) => format!(
             "the outcome of `{name}` is unknown: {}, and {reason}. It may or may not have been applied. \

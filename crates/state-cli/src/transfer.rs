@@ -123,7 +123,8 @@ pub(crate) async fn export(api: &Api, args: &ExportArgs, json: bool) -> Result<u
     let partial = args.output.as_ref().map(|path| path.with_extension(partial_extension(path)));
     let mut out: Box<dyn Write> = match &partial {
         Some(path) => Box::new(BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+            // A dump holds every record of the store: as private as the database.
+            private_file(path).with_context(|| format!("cannot create {}", path.display()))?,
         )),
         None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
@@ -470,4 +471,10 @@ fn print_summary(summary: &Summary) {
 /// A stored key as a person reads it: the store's own records start with a control character.
 fn printable(key: &str) -> String {
     key.chars().map(|c| if c.is_control() { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() }).collect()
+}
+
+/// Creates (or empties) a file only its user may read.
+fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().mode(0o600).create(true).write(true).truncate(true).open(path)
 }

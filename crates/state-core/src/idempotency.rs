@@ -51,21 +51,50 @@ impl Once {
     }
 }
 
+/// Marks a request id scoped to one caller: `~<16 hex digits>~<the caller's own id>`.
+const SCOPE_MARK: char = '~';
+
+/// `id` as stored for the caller named `scope` (a token's name): callers with different tokens
+/// never share an id, so no tenant can replay, block or probe another's requests. Callers with
+/// full access (no token) use ids as given.
+pub fn scoped(scope: &str, id: &str) -> String {
+    let tag = scope
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3));
+    format!("{SCOPE_MARK}{tag:016x}{SCOPE_MARK}{id}")
+}
+
+/// The caller's own part of a (possibly) scoped id: what the caller sent, and should resend.
+pub fn unscoped(id: &str) -> &str {
+    let mut chars = id.char_indices();
+    match chars.next() {
+        Some((_, SCOPE_MARK)) => {}
+        _ => return id,
+    }
+    let tag_end = 1 + 16;
+    let is_scope = id.len() > tag_end
+        && id.as_bytes()[1..tag_end].iter().all(u8::is_ascii_hexdigit)
+        && id[tag_end..].starts_with(SCOPE_MARK);
+    if is_scope { &id[tag_end + 1..] } else { id }
+}
+
 pub fn validate_request_id(id: &str) -> Result<(), InvalidInput> {
-    if id.is_empty() {
+    // A scoped id is checked by the part its caller chose.
+    let own = unscoped(id);
+    if own.is_empty() {
         return Err(InvalidInput::Malformed {
             argument: "request_id".into(),
             message: "is empty: omit it, or give an id unique to this request (a UUID, say)".into(),
         });
     }
-    if id.len() > MAX_REQUEST_ID_BYTES {
+    if own.len() > MAX_REQUEST_ID_BYTES {
         return Err(InvalidInput::KeyTooLong {
             argument: "request_id".into(),
-            len: id.len(),
+            len: own.len(),
             max: MAX_REQUEST_ID_BYTES,
         });
     }
-    if let Some((index, c)) = id.char_indices().find(|(_, c)| c.is_control()) {
+    if let Some((index, c)) = own.char_indices().find(|(_, c)| c.is_control()) {
         return Err(InvalidInput::KeyControlCharacter { argument: "request_id".into(), index, code: c as u32 });
     }
     Ok(())
@@ -110,7 +139,7 @@ pub fn seen<V: StateView + ?Sized>(view: &V, once: &Once, now: UnixMillis) -> Re
             message: format!(
                 "`{}` was already used for a different request ({kind}, other arguments): a retry must resend \
                  exactly the same request; use a new id for a new request",
-                once.request_id
+                unscoped(&once.request_id)
             ),
         }));
     }

@@ -191,7 +191,17 @@ async fn health(service: &Service) -> Option<Value> {
     service.api.call(Operation::StateHealth, json!({})).await.body.ok()
 }
 
-pub(crate) async fn metrics(State(service): State<Service>) -> Response {
+pub(crate) async fn metrics(
+    State(service): State<Service>,
+    principal: Option<axum::Extension<state_api::auth::Principal>>,
+) -> Response {
+    // Store-wide figures: for a token that may read the whole store.
+    if let Some(axum::Extension(principal)) = &principal
+        && !principal.reads_whole_store()
+    {
+        let detail = format!("token `{}` does not cover the whole store, which /metrics describes", principal.name);
+        return crate::problem::http_problem(StatusCode::FORBIDDEN, "forbidden", &detail);
+    }
     let health = health(&service).await;
     let mut response = service.metrics.render(health.as_ref()).into_response();
     response
@@ -202,6 +212,8 @@ pub(crate) async fn metrics(State(service): State<Service>) -> Response {
 
 pub(crate) async fn healthz(State(service): State<Service>) -> Response {
     match health(&service).await {
+        // Anyone may probe; with tokens, anyone learns only that the store answers.
+        Some(_) if service.tokens.is_some() => (StatusCode::OK, axum::Json(json!({"status": "ok"}))).into_response(),
         Some(health) => {
             let body = json!({"status": "ok", "revision": health["revision"], "owner_pid": health["owner"]["pid"]});
             (StatusCode::OK, axum::Json(body)).into_response()

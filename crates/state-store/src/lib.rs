@@ -11,6 +11,7 @@ mod clock;
 pub mod conformance;
 mod engine;
 mod error;
+pub mod files;
 
 pub use backend::redb::RedbBackend;
 pub use backend::{Backend, WriterExclusion};

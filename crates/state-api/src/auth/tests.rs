@@ -110,3 +110,22 @@ fn bad_tokens_files_are_explained() {
         assert!(error.contains(fragment), "{fragment}: {error}");
     }
 }
+
+#[test]
+fn a_malformed_tokens_file_never_echoes_a_secret() {
+    const SECRET: &str = "hunter2-very-secret-value-0123";
+    let malformed = [
+        format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\nprefixes = [\"\"]\nrights = [\"read\"]\n"),
+        format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\"\nprefixes = \"\"\nrights = [\"read\"]\n"),
+        format!("[[token]]\nname = \"a\"\nsecret = [\"{SECRET}\"]\nprefixes = [\"\"]\nrights = [\"read\"]\n"),
+        format!("[[token]]\nname = \"a\"\nrights = \"{SECRET}\"\nprefixes = [\"\"]\nsecret = \"{SECRET}\"\n"),
+        format!("[[token]]\nname = \"a\"\nsecrt = \"{SECRET}\"\nprefixes = [\"\"]\nrights = [\"read\"]\n"),
+        format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\" garbage\n"),
+        format!("{SECRET}\n"),
+    ];
+    for text in &malformed {
+        let error = Tokens::parse(text).map(|_| ()).unwrap_err();
+        assert!(!error.contains("hunter2"), "the error quotes the secret: {error}");
+        assert!(error.starts_with("line "), "the error says where: {error}");
+    }
+}

@@ -358,7 +358,7 @@ async fn sidecar(engine: &Engine, op: Operation, args: Value, id: Option<String>
                 status: "ok".into(),
                 backend: health.backend,
                 uptime_s: health.uptime_seconds as f64,
-                key_count: health.keys,
+                key_count: health.keys.unwrap_or(0),
                 workflow_count,
                 version: health.server_version,
             })

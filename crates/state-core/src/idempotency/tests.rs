@@ -61,3 +61,22 @@ fn records_live_in_the_system_keyspace() {
     assert_eq!(crate::keyspace::classify(&entry.key), (crate::keyspace::Space::Request, "abc"));
     assert_eq!((entry.mod_revision, entry.expires_at), (8, Some(NOW.plus_millis(10))));
 }
+
+#[test]
+fn scoped_ids_keep_callers_apart_and_give_back_what_the_caller_sent() {
+    let a = scoped("team-a", "retry-1");
+    let b = scoped("team-b", "retry-1");
+    assert_ne!(a, b, "the same id of two tokens is two ids");
+    assert_ne!(a, "retry-1");
+    assert_eq!((unscoped(&a), unscoped(&b), unscoped("retry-1")), ("retry-1", "retry-1", "retry-1"));
+    // A token cannot step into another's scope by sending a scoped-looking id.
+    assert_ne!(scoped("team-a", &b), b);
+    for odd in ["~", "~~", "~0123456789abcdefx", "~0123456789abcdef", "plain~id"] {
+        assert_eq!(unscoped(odd), odd, "{odd:?}");
+    }
+    // The length limit counts what the caller chose.
+    let longest = "x".repeat(MAX_REQUEST_ID_BYTES);
+    assert!(validate_request_id(&scoped("a-very-long-token-name-indeed", &longest)).is_ok());
+    assert!(validate_request_id(&scoped("t", &format!("{longest}x"))).is_err());
+    assert!(validate_request_id(&scoped("t", "")).is_err());
+}

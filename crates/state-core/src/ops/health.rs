@@ -16,8 +16,10 @@ pub struct HealthResult {
     pub backend: String,
     /// Current store revision.
     pub revision: u64,
-    /// Stored keys (including expired ones not yet swept).
-    pub keys: u64,
+    /// Stored keys (including expired ones not yet swept). Absent for a token that does not
+    /// cover the whole store, as are the file's size, the owner and the write figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<u64>,
     /// Size of the database on disk, when it is a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub database_bytes: Option<u64>,

@@ -9,6 +9,7 @@ use crate::cursor;
 use crate::entry::{Entry, Event, EventKind};
 use crate::error::InvalidInput;
 use crate::key::{validate_agent_id, validate_key, validate_prefix};
+use crate::keyspace;
 use crate::limits::{Limits, MAX_BATCH_KEYS, MAX_PAGE, check_count};
 use crate::time::{UnixMillis, ttl_millis};
 
@@ -290,6 +291,19 @@ impl ListRequest {
     pub fn validate(&self) -> Result<(), InvalidInput> {
         validate_prefix("prefix", &self.prefix)?;
         self.validate_page()
+    }
+
+    /// The key the scan starts after. User prefixes are printable, so only the empty prefix
+    /// could reach the store's own records (leases, request records, index postings), which
+    /// all sort before [`keyspace::USER_KEYS_AFTER`]: the scan starts past them, whatever
+    /// key a crafted cursor names.
+    pub fn scan_after(&self) -> Result<Option<String>, InvalidInput> {
+        let after = self.start_after()?;
+        if !self.prefix.is_empty() {
+            return Ok(after);
+        }
+        let floor = keyspace::USER_KEYS_AFTER;
+        Ok(Some(after.filter(|key| key.as_str() > floor).unwrap_or_else(|| floor.to_owned())))
     }
 }
 

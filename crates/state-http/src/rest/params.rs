@@ -40,7 +40,12 @@ impl QueryTypes {
         match self.0.get(field).copied().unwrap_or(Kind::Text) {
             Kind::Text => Ok(Value::String(text.to_owned())),
             Kind::Integer => text.parse::<u64>().map(Value::from).map_err(|_| bad("a whole number")),
-            Kind::Number => text.parse::<f64>().map(Value::from).map_err(|_| bad("a number")),
+            // JSON has no infinity or NaN: serde_json would turn them into null, which reads
+            // as "absent" (`ttl_seconds=inf` would mean no expiry at all).
+            Kind::Number => match text.parse::<f64>() {
+                Ok(number) if number.is_finite() => Ok(Value::from(number)),
+                _ => Err(bad("a finite number")),
+            },
             Kind::Boolean => text.parse::<bool>().map(Value::Bool).map_err(|_| bad("true or false")),
             Kind::Json => serde_json::from_str(text).map_err(|_| bad("JSON")),
         }

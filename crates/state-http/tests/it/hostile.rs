@@ -167,3 +167,127 @@ fn when_every_connection_is_busy_a_newcomer_gets_503_at_once() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Two tenants who may each write only their own prefix, and an admin.
+const TENANTS: &str = r#"
+[[token]]
+name = "team-a"
+secret = "team-a-secret-0123456789"
+prefixes = ["team-a/"]
+rights = ["write"]
+
+[[token]]
+name = "team-b"
+secret = "team-b-secret-0123456789"
+prefixes = ["team-b/"]
+rights = ["write"]
+
+[[token]]
+name = "admin"
+secret = "admin-secret-0123456789ab"
+prefixes = [""]
+rights = ["admin"]
+"#;
+
+fn serve_tenants(place: &Place) -> state_e2e::HttpServer {
+    std::fs::write(&place.tokens, TENANTS).unwrap();
+    place.serve_with_auth()
+}
+
+#[test]
+fn one_tenants_idempotency_keys_neither_block_nor_reveal_anothers() {
+    let place = Place::new();
+    let server = serve_tenants(&place);
+    let a = server.client().with_token("team-a-secret-0123456789");
+    let b = server.client().with_token("team-b-secret-0123456789");
+    let key = [("Idempotency-Key", "deploy-2026-11-26")];
+    let put = |client: &state_e2e::HttpClient, path: &str, body: &[u8]| {
+        client.request("PUT", path, &key, Some(body)).unwrap()
+    };
+    let first = expect(&put(&a, "/v1/kv/team-a/deploy", b"1"), 200);
+    // team-b, using the same key for its own write, is neither refused nor answered with
+    // team-a's result: its write is applied.
+    let theirs = expect(&put(&b, "/v1/kv/team-b/deploy", b"2"), 200);
+    assert_eq!((theirs["key"].as_str(), theirs["version"].as_u64()), (Some("team-b/deploy"), Some(1)), "{theirs}");
+    assert_ne!(theirs["revision"], first["revision"]);
+    // Each tenant's retry still answers from its own record, writing nothing twice.
+    let again = expect(&put(&a, "/v1/kv/team-a/deploy", b"1"), 200);
+    assert_eq!(again["revision"], first["revision"]);
+    let reused = put(&a, "/v1/kv/team-a/other", b"1");
+    let problem = crate::problem(&reused, 400, "invalid_input");
+    assert!(problem["detail"].as_str().unwrap().contains("`deploy-2026-11-26` was already used"), "{problem}");
+    let stored = expect(&b.get("/v1/kv/team-b/deploy").unwrap(), 200);
+    assert_eq!(stored["value"], 2);
+}
+
+#[test]
+fn non_finite_numbers_are_refused_not_read_as_absent() {
+    let place = Place::new();
+    let server = place.serve(&[]);
+    let http = server.client();
+    for ttl in ["inf", "-inf", "NaN", "infinity", "1e400"] {
+        let response = http.request("PUT", &format!("/v1/kv/forever?ttl_seconds={ttl}"), &[], Some(b"1")).unwrap();
+        let body = problem(&response, 400, "invalid_arguments");
+        assert!(body["detail"].as_str().unwrap().contains("ttl_seconds"), "{body}");
+    }
+    problem(&http.get("/v1/kv/forever").unwrap(), 404, "not_found");
+}
+
+#[test]
+fn a_watch_from_beyond_the_present_is_refused_at_once() {
+    let place = Place::new();
+    let server = place.serve(&[]);
+    let http = server.client();
+    expect(&http.json("PUT", "/v1/kv/x", &json!(1)).unwrap(), 200);
+    let max = u64::MAX.to_string();
+    let sse = http.request("GET", &format!("/v1/watch?from_revision={max}"), &[], None).unwrap();
+    let body = problem(&sse, 400, "invalid_input");
+    assert!(body["detail"].as_str().unwrap().contains("past this store's current revision 1"), "{body}");
+    assert!(!body["detail"].as_str().unwrap().contains("shutting down"));
+    let resumed = http.request("GET", "/v1/watch", &[("Last-Event-ID", max.as_str())], None).unwrap();
+    problem(&resumed, 400, "invalid_input");
+    let poll = http.json("POST", "/v1/call/native/state_watch", &json!({"after_revision": u64::MAX})).unwrap();
+    assert_eq!(poll.status, 400, "{}", poll.text());
+    assert_eq!(poll.json()["error"]["code"], "invalid_input", "{}", poll.text());
+}
+
+#[test]
+fn a_malformed_tokens_file_does_not_print_its_secret() {
+    let place = Place::new();
+    let secret = "hunter2-super-secret-token-value";
+    std::fs::write(&place.tokens, format!("[[token]]\nname = \"ci\"\nsecret = \"{secret}\nprefixes = [\"\"]\n"))
+        .unwrap();
+    let db = place.db.to_string_lossy().into_owned();
+    let tokens = place.tokens.to_string_lossy().into_owned();
+    let (status, stderr) =
+        state_e2e::run_to_exit(crate::binary(), &["--db", &db, "--auth", &tokens, "--listen", "127.0.0.1:0"], &[])
+            .unwrap();
+    assert!(!status.success());
+    assert!(stderr.contains("tokens file") && stderr.contains("line 3"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "the startup error quotes the secret: {stderr}");
+}
+
+#[test]
+fn a_scoped_token_learns_nothing_of_other_tenants_or_of_the_store() {
+    let place = Place::new();
+    let server = serve_tenants(&place);
+    let admin = server.client().with_token("admin-secret-0123456789ab");
+    let a = server.client().with_token("team-a-secret-0123456789");
+    let run = expect(&admin.json("POST", "/v1/workflows", &json!({"name": "team-b/payroll-export"})).unwrap(), 200);
+    let run_id = run["run_id"].as_str().unwrap();
+    let refused = a.get(&format!("/v1/workflows/{run_id}")).unwrap();
+    let body = problem(&refused, 403, "forbidden");
+    assert!(!refused.text().contains("payroll") && !refused.text().contains("team-b"), "{body}");
+
+    let health = expect(&a.get("/v1/health").unwrap(), 200);
+    for store_wide in ["keys", "owner", "database_bytes", "writes"] {
+        assert!(health.get(store_wide).is_none(), "{store_wide} shown to a scoped token: {health}");
+    }
+    assert!(health["revision"].is_u64());
+    let full = expect(&admin.get("/v1/health").unwrap(), 200);
+    assert!(full["keys"].is_u64() && full["owner"]["pid"].is_u64(), "{full}");
+    problem(&a.get("/metrics").unwrap(), 403, "forbidden");
+    assert_eq!(admin.get("/metrics").unwrap().status, 200);
+    let probe = expect(&server.client().get("/healthz").unwrap(), 200);
+    assert_eq!(probe, json!({"status": "ok"}), "an anonymous probe learns only that the store answers");
+}

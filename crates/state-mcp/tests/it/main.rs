@@ -9,6 +9,7 @@ mod bad_input;
 mod caxton;
 mod coordination;
 mod crash;
+mod hostile;
 mod knowledge;
 mod kv;
 mod protocol;

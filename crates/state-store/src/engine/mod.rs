@@ -603,7 +603,7 @@ impl Engine {
                 status: OkStatus::Ok,
                 backend: backend.kind().to_owned(),
                 revision: txn.revision()?,
-                keys: txn.key_count()?,
+                keys: Some(txn.key_count()?),
                 database_bytes: backend.size_on_disk(),
                 uptime_seconds: now.0.saturating_sub(started_at.0) / 1000,
                 compacted_revision: txn.compacted_revision()?,

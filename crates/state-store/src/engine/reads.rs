@@ -4,7 +4,6 @@
 use state_core::UnixMillis;
 use state_core::entry::{Entry, Event, EventKind, live};
 use state_core::error::InvalidInput;
-use state_core::keyspace;
 use state_core::ops::Paged;
 use state_core::ops::history::{HistoryEvent, HistoryRequest, HistoryResult, KeyFilter};
 use state_core::ops::kv::{BatchGetRequest, BatchGetResult, GetRequest, GetResult, ListRequest, ListResult};
@@ -116,14 +115,7 @@ pub(super) fn batch_get(
 pub(super) fn list(txn: &dyn ReadTxn, req: &ListRequest, now: UnixMillis) -> Result<ListResult, EngineError> {
     let revision = txn.revision()?;
     let page = req.page_size()?;
-    let after = req.start_after()?;
-    // User prefixes are printable, so only the empty prefix reaches the store's own records,
-    // which all sort before USER_KEYS_AFTER: start past them.
-    let after = match after {
-        Some(after) => Some(after),
-        None if req.prefix.is_empty() => Some(keyspace::USER_KEYS_AFTER.to_owned()),
-        None => None,
-    };
+    let after = req.scan_after()?;
     let mut entries = Vec::with_capacity(page.min(256) + 1);
     txn.scan(&req.prefix, after.as_deref(), &mut |entry| {
         if !entry.is_expired(now) {

@@ -87,6 +87,15 @@ impl Engine {
         let (revision, compacted) =
             self.read(ReadCost::Point, |txn, _| Ok((txn.revision()?, txn.compacted_revision()?))).await?;
         let from = request.after_revision.unwrap_or(revision);
+        if from > revision {
+            // A watch from beyond the present would wait for revisions nobody has promised.
+            return Err(EngineError::Invalid(state_core::InvalidInput::OutOfRange {
+                argument: "after_revision",
+                message: format!(
+                    "is {from}, past this store's current revision {revision}: pass a revision this store returned"
+                ),
+            }));
+        }
         if from < compacted {
             return Err(EngineError::Compacted { requested: from + 1, compacted_revision: compacted });
         }

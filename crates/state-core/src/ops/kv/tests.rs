@@ -56,3 +56,20 @@ fn entry(key: &str) -> Entry {
         agent_id: None,
     }
 }
+
+#[test]
+fn a_listing_of_everything_starts_past_the_stores_own_records_whatever_the_cursor() {
+    let floor = crate::keyspace::USER_KEYS_AFTER;
+    for crafted in ["", "\u{1}lease/r", "\u{1}", "\u{1e}"] {
+        let req = ListRequest { cursor: Some(crate::cursor::encode(crafted)), ..Default::default() };
+        assert_eq!(req.scan_after().unwrap().as_deref(), Some(floor), "{crafted:?}");
+    }
+    let none = ListRequest::default();
+    assert_eq!(none.scan_after().unwrap().as_deref(), Some(floor));
+    let user = ListRequest { cursor: Some(crate::cursor::encode("b")), ..Default::default() };
+    assert_eq!(user.scan_after().unwrap().as_deref(), Some("b"));
+    // Under a prefix the scan never leaves the prefix, so the cursor is taken as given.
+    let scoped =
+        ListRequest { prefix: "p/".into(), cursor: Some(crate::cursor::encode("\u{1}x")), ..Default::default() };
+    assert_eq!(scoped.scan_after().unwrap().as_deref(), Some("\u{1}x"));
+}

@@ -48,7 +48,13 @@ impl Holder {
         };
         if let Ok(text) = serde_json::to_string(&note) {
             let tmp = note_path.with_extension("holder.tmp");
-            if std::fs::write(&tmp, text).is_ok() {
+            let written = crate::files::private_file()
+                .create(true)
+                .write(true)
+                .truncate(true)
+                .open(&tmp)
+                .and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()));
+            if written.is_ok() {
                 let _ = std::fs::rename(&tmp, &note_path);
             }
         }

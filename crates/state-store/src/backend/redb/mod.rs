@@ -28,6 +28,7 @@ use state_core::{Entry, Event, UnixMillis};
 use self::holder::Holder;
 use super::{Backend, Order, ReadTxn, WriteTxn, WriterExclusion};
 use crate::error::{OpenError, StorageError};
+use crate::files;
 
 const ENTRIES: TableDefinition<&str, &[u8]> = TableDefinition::new("entries");
 const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
@@ -61,7 +62,14 @@ impl RedbBackend {
     /// process refused by the file lock who holds it and whether it shares the database.
     pub fn open_as(path: &Path, role: &str) -> Result<RedbBackend, OpenError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| OpenError::CreateDir { path: path.to_owned(), source })?;
+            files::create_private_dir_all(dir)
+                .map_err(|source| OpenError::CreateDir { path: path.to_owned(), source })?;
+        }
+        // Made here, private, before redb (which would create it with the umask's mode) fills
+        // it in; one left readable by an older version is made private.
+        let created = files::private_file().create(true).append(true).open(path);
+        if created.is_ok() && files::make_private(path).unwrap_or(false) {
+            tracing::warn!(db = %path.display(), "the database was readable by other users; made it private (0600)");
         }
         let db = redb::Builder::new().set_cache_size(CACHE_BYTES).create(path).map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => {
