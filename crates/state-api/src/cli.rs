@@ -41,11 +41,20 @@ pub struct EngineArgs {
     /// the owner's setting applies
     #[arg(long, env = "STATE_HISTORY_RETENTION", value_name = "N")]
     pub history_retention: Option<u64>,
+
+    /// Memory for changes watchers have not taken yet, all watchers together [default:
+    /// 67108864]; past it they catch up from history. The owner's setting applies
+    #[arg(long, env = "STATE_WATCH_BUFFER_BYTES", value_name = "BYTES")]
+    pub watch_buffer_bytes: Option<usize>,
 }
 
 impl EngineArgs {
     pub fn settings(&self) -> Settings {
-        Settings { max_value_bytes: self.max_value_bytes, history_retention: self.history_retention }
+        Settings {
+            max_value_bytes: self.max_value_bytes,
+            history_retention: self.history_retention,
+            watch_buffer_bytes: self.watch_buffer_bytes,
+        }
     }
 }
 
@@ -99,6 +108,9 @@ impl StoreArgs {
         }
         if let Some(keep) = self.engine.history_retention {
             args.extend(["--history-retention".into(), keep.to_string().into()]);
+        }
+        if let Some(bytes) = self.engine.watch_buffer_bytes {
+            args.extend(["--watch-buffer-bytes".into(), bytes.to_string().into()]);
         }
         Ok(OwnerLauncher { program, args })
     }

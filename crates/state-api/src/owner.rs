@@ -117,6 +117,7 @@ impl Owner {
         let settings = Settings {
             max_value_bytes: Some(engine_config.limits.max_value_bytes),
             history_retention: Some(engine_config.history_retention.unwrap_or(0)),
+            watch_buffer_bytes: Some(engine_config.watch_buffer_bytes),
         };
         let engine = Engine::new(Arc::new(backend), Arc::new(SystemClock), engine_config)?;
         let listener = match claim_socket(&rendezvous.socket).await {
@@ -285,7 +286,8 @@ async fn serve_connection(stream: UnixStream, shared: &Shared) {
     let allowed = Arc::new(hello.options);
     // Calls run concurrently and answer in any order; the lock keeps their frames whole.
     let write = Arc::new(tokio::sync::Mutex::new(write));
-    let mut watches: std::collections::HashMap<u64, tokio::task::AbortHandle> = std::collections::HashMap::new();
+    let mut watches: std::collections::HashMap<u64, (tokio::task::AbortHandle, Arc<Credit>)> =
+        std::collections::HashMap::new();
     loop {
         match wire::read_line(&mut reader, &mut line, usize::MAX).await {
             Ok(true) => {}
@@ -303,12 +305,19 @@ async fn serve_connection(stream: UnixStream, shared: &Shared) {
             }
         };
         if let Some(request) = call.watch {
-            let task = tokio::spawn(serve_watch(shared.local.clone(), write.clone(), call.id, request));
-            watches.insert(call.id, task.abort_handle());
+            let credit = Arc::new(Credit::new(call.window));
+            let task = tokio::spawn(serve_watch(shared.local.clone(), write.clone(), call.id, request, credit.clone()));
+            watches.insert(call.id, (task.abort_handle(), credit));
+            continue;
+        }
+        if let Some(bytes) = call.credit {
+            if let Some((_, credit)) = watches.get(&call.id) {
+                credit.grant(bytes);
+            }
             continue;
         }
         if call.stop {
-            if let Some(task) = watches.remove(&call.id) {
+            if let Some((task, _)) = watches.remove(&call.id) {
                 task.abort();
             }
             continue;
@@ -324,7 +333,7 @@ async fn serve_connection(stream: UnixStream, shared: &Shared) {
     }
     // Calls still running answer into a closed connection (or find the client gone) and end;
     // watches would go on forever, so they stop here.
-    for task in watches.into_values() {
+    for (task, _) in watches.into_values() {
         task.abort();
     }
     tracing::info!(client = %hello.client, pid = hello.pid, "a client left");
@@ -332,9 +341,49 @@ async fn serve_connection(stream: UnixStream, shared: &Shared) {
 
 type SharedWrite = Arc<tokio::sync::Mutex<tokio::net::unix::OwnedWriteHalf>>;
 
+/// What a client lets the owner send of one watch before it has taken what came before: the
+/// bytes of its window not yet used. A watch waits here, not in memory, when its client's
+/// consumer is slow; the engine's watch behind it then waits too, holding nothing.
+struct Credit {
+    /// `None`: a client without flow control; send freely.
+    window: Option<u64>,
+    available: std::sync::Mutex<u64>,
+    granted: Notify,
+}
+
+impl Credit {
+    fn new(window: Option<u64>) -> Credit {
+        Credit { window, available: std::sync::Mutex::new(window.unwrap_or(0)), granted: Notify::new() }
+    }
+
+    fn grant(&self, bytes: u64) {
+        if let Ok(mut available) = self.available.lock() {
+            *available = available.saturating_add(bytes);
+        }
+        self.granted.notify_one();
+    }
+
+    /// Waits until `bytes` may be sent, and uses them. A frame larger than the whole window
+    /// goes once the window is wholly free, so every watch moves.
+    async fn take(&self, bytes: u64) {
+        let Some(window) = self.window else { return };
+        loop {
+            let granted = self.granted.notified();
+            if let Ok(mut available) = self.available.lock()
+                && (*available >= bytes || *available >= window)
+            {
+                *available = available.saturating_sub(bytes);
+                return;
+            }
+            granted.await;
+        }
+    }
+}
+
 /// Runs one watch for a client: an acknowledgement with its starting position (or the error
-/// that prevented it), its batches as they come, and a last frame when it ends.
-async fn serve_watch(local: Local, write: SharedWrite, id: u64, request: WatchRequest) {
+/// that prevented it), its batches as they come (as its credit allows), and a last frame when
+/// it ends.
+async fn serve_watch(local: Local, write: SharedWrite, id: u64, request: WatchRequest, credit: Arc<Credit>) {
     let frame = |outcome: Outcome| ReplyFrame { id, outcome, result: None, error: None, batch: None, end: false };
     let mut watch = match local.watch(request).await {
         Ok(watch) => watch,
@@ -361,7 +410,11 @@ async fn serve_watch(local: Local, write: SharedWrite, id: u64, request: WatchRe
             }
         };
         let last = next.end;
-        if !send(&write, &next).await || last {
+        let Some(bytes) = encode_frame(&next) else { return };
+        if next.batch.is_some() {
+            credit.take(bytes.len() as u64).await;
+        }
+        if write.lock().await.write_all(&bytes).await.is_err() || last {
             return;
         }
     }
@@ -369,13 +422,14 @@ async fn serve_watch(local: Local, write: SharedWrite, id: u64, request: WatchRe
 
 /// Writes one frame; false when the client is gone.
 async fn send(write: &SharedWrite, frame: &ReplyFrame) -> bool {
-    match wire::encode(frame) {
-        Ok(bytes) => write.lock().await.write_all(&bytes).await.is_ok(),
-        Err(error) => {
-            tracing::error!(%error, "cannot encode a frame");
-            false
-        }
+    match encode_frame(frame) {
+        Some(bytes) => write.lock().await.write_all(&bytes).await.is_ok(),
+        None => false,
     }
+}
+
+fn encode_frame(frame: &ReplyFrame) -> Option<Vec<u8>> {
+    wire::encode(frame).inspect_err(|error| tracing::error!(%error, "cannot encode a frame")).ok()
 }
 
 /// Runs one call and writes its reply.
@@ -536,3 +590,6 @@ pub async fn stop_signal() {
         _ = interrupt.recv() => tracing::info!("SIGINT: stopping"),
     }
 }
+
+#[cfg(test)]
+mod tests;

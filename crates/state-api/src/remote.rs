@@ -111,20 +111,20 @@ impl Joined {
         let verb = if self.started_owner { "started the owner of" } else { "joined the owner of" };
         tracing::info!("{verb} {} (pid {}, state {}); owner log: {log}", db.display(), owner.pid, owner.version);
         let theirs = owner.settings;
-        if let Some(asked) = asked.max_value_bytes.filter(|a| Some(*a) != theirs.max_value_bytes) {
-            tracing::warn!(
-                "--max-value-bytes {asked} is not in effect: the owner (pid {}) uses {}; engine-wide settings are the owner's (stop it to change them)",
-                owner.pid,
-                theirs.max_value_bytes.map_or_else(|| "its default".into(), |v| v.to_string())
-            );
-        }
-        if let Some(asked) = asked.history_retention.filter(|a| Some(*a) != theirs.history_retention) {
-            tracing::warn!(
-                "--history-retention {asked} is not in effect: the owner (pid {}) keeps {}; engine-wide settings are the owner's (stop it to change them)",
-                owner.pid,
-                theirs.history_retention.map_or_else(|| "its default".into(), |v| v.to_string())
-            );
-        }
+        let differs = |flag: &str, asked: Option<String>, theirs: Option<String>| {
+            if let Some(asked) = asked.filter(|a| Some(a) != theirs.as_ref()) {
+                tracing::warn!(
+                    "{flag} {asked} is not in effect: the owner (pid {}) uses {}; engine-wide settings are the owner's (stop it to change them)",
+                    owner.pid,
+                    theirs.unwrap_or_else(|| "its default".into())
+                );
+            }
+        };
+        let text = |n: Option<u64>| n.map(|n| n.to_string());
+        let size = |n: Option<usize>| n.map(|n| n.to_string());
+        differs("--max-value-bytes", size(asked.max_value_bytes), size(theirs.max_value_bytes));
+        differs("--history-retention", text(asked.history_retention), text(theirs.history_retention));
+        differs("--watch-buffer-bytes", size(asked.watch_buffer_bytes), size(theirs.watch_buffer_bytes));
     }
 }
 
@@ -351,7 +351,7 @@ async fn read_replies(
         if let Some(waiter) = pending.waiting.remove(&frame.id) {
             drop(pending);
             let _ = waiter.send(frame);
-        } else if let Some(unwanted) = watch::deliver(&mut pending, frame) {
+        } else if let Some(unwanted) = watch::deliver(&mut pending, frame, line.len()) {
             drop(pending);
             tokio::spawn(watch::stop(connection, unwanted));
         }

@@ -33,6 +33,9 @@ pub struct Settings {
     /// Revisions of history kept; 0 keeps all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_retention: Option<u64>,
+    /// Bytes of changes held in memory for watchers, all of them together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch_buffer_bytes: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,6 +102,15 @@ pub(crate) struct Call {
     /// Stop the watch with this id.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stop: bool,
+    /// With `watch`: the bytes of batches the owner may send before the client grants more
+    /// (flow control, so a client whose consumer is slow holds no more than this). Absent:
+    /// no limit (clients older than flow control).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
+    /// The client took this many more bytes of the watch with this id: the owner may send
+    /// that much more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credit: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

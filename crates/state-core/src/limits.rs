@@ -16,6 +16,9 @@ pub const MAX_TXN_OPS: usize = 128;
 pub const MAX_BATCH_KEYS: usize = 1000;
 /// Largest page of a listing or of history.
 pub const MAX_PAGE: usize = 1000;
+/// Values one page of history or of a listing carries, at most (past one item): a thousand
+/// large values would otherwise make one answer of a gigabyte. The page says there is more.
+pub const MAX_PAGE_VALUE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The limits an engine enforces; the value limit is configurable per deployment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

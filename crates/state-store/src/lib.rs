@@ -16,5 +16,7 @@ pub mod files;
 pub use backend::redb::RedbBackend;
 pub use backend::{Backend, WriterExclusion};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{BatchStats, DEFAULT_HISTORY_RETENTION, Engine, EngineConfig, MaintenanceHandle, Watch};
+pub use engine::{
+    BatchStats, DEFAULT_HISTORY_RETENTION, DEFAULT_WATCH_BUFFER_BYTES, Engine, EngineConfig, MaintenanceHandle, Watch,
+};
 pub use error::{EngineError, OpenError, StorageError};

@@ -27,7 +27,7 @@ fn the_owner_is_started_with_this_clients_settings() {
         args,
         ["owner", "--notify-ready", "--db", "/d/s.redb", "--idle", "90000ms", "--max-value-bytes", "2048"]
     );
-    assert_eq!(cli.store.engine.settings(), Settings { max_value_bytes: Some(2048), history_retention: None });
+    assert_eq!(cli.store.engine.settings(), Settings { max_value_bytes: Some(2048), ..Settings::default() });
 }
 
 #[test]

@@ -106,6 +106,7 @@ pub(crate) fn engine_config(settings: Settings) -> EngineConfig {
             max_value_bytes: settings.max_value_bytes.unwrap_or(defaults.limits.max_value_bytes),
         },
         history_retention: (retention > 0).then_some(retention),
+        watch_buffer_bytes: settings.watch_buffer_bytes.unwrap_or(defaults.watch_buffer_bytes),
         ..defaults
     }
 }

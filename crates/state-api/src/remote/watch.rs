@@ -4,14 +4,13 @@
 //! process sees every change exactly once, as an in-process one does.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use state_core::catalog::Operation;
 use state_core::ops::watch::{WatchBatch, WatchRequest};
 use state_store::EngineError;
 use tokio::sync::mpsc;
-use tokio::sync::mpsc::error::TrySendError;
 use tokio::time::Instant;
 
 use super::{Connection, Pending, Remote, connection, forget};
@@ -19,32 +18,46 @@ use crate::local::engine_error;
 use crate::reply::{ApiError, ErrorCode};
 use crate::wire::{self, Call, ReplyFrame};
 
-/// Batches a joiner holds for a watch whose consumer has not taken them. Past this the watch
-/// ends lagged, as an in-process one does when the engine's buffer overflows: one slow
-/// consumer never stalls the connection that other calls share.
-const WATCH_BUFFER: usize = 1024;
+/// Bytes of frames a joiner holds for one watch, at most (a frame larger than this alone is
+/// still taken, so a watch always moves). The owner sends no more than this window ahead of
+/// what the consumer took (flow control), so a slow consumer slows only its own watch; an
+/// owner without flow control that overruns it ends the watch lagged, with the revision to
+/// resume after. Either way one slow consumer never stalls the connection that other calls
+/// share, nor fills this process's memory.
+pub(crate) const WATCH_BUFFER_BYTES: usize = 16 * 1024 * 1024;
 
 /// A watch's slot on a connection.
 pub(super) struct Stream {
-    frames: mpsc::Sender<ReplyFrame>,
+    frames: mpsc::UnboundedSender<(ReplyFrame, usize)>,
+    /// Bytes of the frames waiting in `frames`.
+    queued: Arc<AtomicUsize>,
+    budget: usize,
     /// Set when the consumer fell behind and the slot was dropped for it.
     overflowed: Arc<AtomicBool>,
 }
 
-/// Hands a frame to the watch it belongs to. Returns the id of a watch the owner should stop
-/// sending (its consumer fell behind, or is gone).
-pub(super) fn deliver(pending: &mut Pending, frame: ReplyFrame) -> Option<u64> {
+/// Hands a frame (`bytes` long on the wire) to the watch it belongs to. Returns the id of a
+/// watch the owner should stop sending (its consumer fell behind, or is gone).
+pub(super) fn deliver(pending: &mut Pending, frame: ReplyFrame, bytes: usize) -> Option<u64> {
     let id = frame.id;
     let stream = pending.streams.get(&id)?;
     let end = frame.end;
-    let unwanted = match stream.frames.try_send(frame) {
-        Ok(()) if !end => return None,
-        Ok(()) => None,
-        Err(TrySendError::Full(_)) => {
-            stream.overflowed.store(true, Ordering::SeqCst);
-            Some(id)
+    let queued = stream.queued.load(Ordering::SeqCst);
+    let unwanted = if queued > 0 && queued + bytes > stream.budget && !end {
+        stream.overflowed.store(true, Ordering::SeqCst);
+        Some(id)
+    } else {
+        match stream.frames.send((frame, bytes)) {
+            Ok(()) => {
+                stream.queued.fetch_add(bytes, Ordering::SeqCst);
+                if !end {
+                    return None;
+                }
+                None
+            }
+            // The consumer is gone.
+            Err(_) => Some(id),
         }
-        Err(TrySendError::Closed(_)) => Some(id),
     };
     pending.streams.remove(&id);
     unwanted
@@ -72,8 +85,32 @@ pub(crate) struct RemoteWatch {
 struct Open {
     connection: Arc<Connection>,
     id: u64,
-    frames: mpsc::Receiver<ReplyFrame>,
+    frames: mpsc::UnboundedReceiver<(ReplyFrame, usize)>,
+    queued: Arc<AtomicUsize>,
     overflowed: Arc<AtomicBool>,
+    /// The window granted to the owner, and what has been taken of it since credit was last
+    /// given back.
+    budget: usize,
+    taken: usize,
+}
+
+impl Open {
+    /// Gives the owner back the bytes taken once they are a quarter of the window, or once
+    /// nothing is left to take (else a frame larger than what remains of the window would
+    /// wait for credit that never comes), so it sends on while never having more than the
+    /// window outstanding.
+    async fn took(&mut self, bytes: usize) {
+        let left = self.queued.fetch_sub(bytes, Ordering::SeqCst).saturating_sub(bytes);
+        self.taken += bytes;
+        if self.taken >= self.budget / 4 || left == 0 {
+            let call = Call { id: self.id, credit: Some(self.taken as u64), ..Call::default() };
+            if let Ok(frame) = wire::encode(&call) {
+                // A failed write means the connection is gone; the watch resumes on the next.
+                let _ = self.connection.write(&frame).await;
+            }
+            self.taken = 0;
+        }
+    }
 }
 
 impl Remote {
@@ -87,7 +124,8 @@ impl Remote {
     async fn open_watch(&self, request: &WatchRequest) -> Result<(Open, u64), ApiError> {
         let inner = &self.inner;
         let deadline = Instant::now() + inner.config.settle_timeout;
-        let call = |id| Call { id, watch: Some(request.clone()), ..Call::default() };
+        let budget = inner.config.settings.watch_buffer_bytes.map_or(WATCH_BUFFER_BYTES, |b| b.min(WATCH_BUFFER_BYTES));
+        let call = |id| Call { id, watch: Some(request.clone()), window: Some(budget as u64), ..Call::default() };
         loop {
             let connection = connection(inner, deadline)
                 .await
@@ -95,12 +133,14 @@ impl Remote {
             let id = inner.next_call.fetch_add(1, Ordering::Relaxed);
             let frame = wire::encode(&call(id))
                 .map_err(|e| ApiError::new(ErrorCode::Internal, format!("cannot encode a watch: {e}")))?;
-            let (sender, frames) = mpsc::channel(WATCH_BUFFER);
+            let (sender, frames) = mpsc::unbounded_channel();
             let overflowed = Arc::new(AtomicBool::new(false));
-            let registered = connection.pending.lock().is_ok_and(|mut pending| {
-                !pending.closed
-                    && pending.streams.insert(id, Stream { frames: sender, overflowed: overflowed.clone() }).is_none()
-            });
+            let queued = Arc::new(AtomicUsize::new(0));
+            let stream = Stream { frames: sender, queued: queued.clone(), budget, overflowed: overflowed.clone() };
+            let registered = connection
+                .pending
+                .lock()
+                .is_ok_and(|mut pending| !pending.closed && pending.streams.insert(id, stream).is_none());
             let ack = match registered {
                 true => connection.send(id, &frame).await,
                 false => Err(super::Lost { sent: false }),
@@ -126,7 +166,8 @@ impl Remote {
                     let position = ack.result.as_ref().and_then(|r| r.get("position")?.as_u64()).ok_or_else(|| {
                         ApiError::new(ErrorCode::Internal, "the owner opened a watch without saying where it starts")
                     })?;
-                    return Ok((Open { connection, id, frames, overflowed }, position));
+                    let open = Open { connection, id, frames, queued, overflowed, budget, taken: 0 };
+                    return Ok((open, position));
                 }
             }
         }
@@ -158,7 +199,14 @@ impl RemoteWatch {
                     }
                 }
             };
-            match open.frames.recv().await {
+            let frame = match open.frames.recv().await {
+                Some((frame, bytes)) => {
+                    open.took(bytes).await;
+                    Some(frame)
+                }
+                None => None,
+            };
+            match frame {
                 Some(ReplyFrame { batch: Some(batch), .. }) => {
                     self.position = batch.revision;
                     return Some(Ok(batch));

@@ -45,11 +45,16 @@ impl Place {
 
     /// A client whose "owner launcher" starts nothing: these tests start owners themselves.
     pub(crate) async fn join(&self, options: Options, settle: Duration) -> Api {
+        self.join_with(options, settle, Settings::default()).await
+    }
+
+    /// [`Place::join`], asking for `settings`.
+    pub(crate) async fn join_with(&self, options: Options, settle: Duration, settings: Settings) -> Api {
         let config = JoinConfig {
             db: self.db.clone(),
             runtime_dir: Some(self.runtime.clone()),
             options,
-            settings: Settings::default(),
+            settings,
             client: "owner-test".into(),
             launcher: OwnerLauncher { program: "/bin/true".into(), args: vec![] },
             settle_timeout: settle,

@@ -112,8 +112,11 @@ async fn a_joined_watcher_hears_bad_requests_compaction_and_falling_behind() {
     let invalid = api.watch(None, both).await.err().expect("key and prefix together are refused");
     assert_eq!(invalid.code, ErrorCode::InvalidInput, "{invalid:?}");
 
-    // A watcher that never reads: the writer goes on, and the watcher ends lagged.
-    let mut stuck = api.watch(None, prefix("bulk/", None)).await.unwrap();
+    // A watcher that stops reading (its owner may send it only a little ahead): the writers
+    // go on without it.
+    let stalled = Settings { watch_buffer_bytes: Some(2_000), ..Settings::default() };
+    let reader = place.join_with(Options::default(), WAIT, stalled).await;
+    let mut stuck = reader.watch(None, prefix("bulk/", None)).await.unwrap();
     let start = stuck.position();
     let writes = (0..3000).map(|i| {
         let api = api.clone();
@@ -140,21 +143,29 @@ async fn a_joined_watcher_hears_bad_requests_compaction_and_falling_behind() {
     assert_eq!(compacted.code, ErrorCode::Compacted, "{compacted:?}");
     assert!(compacted.compacted_revision.is_some_and(|c| c >= last - 5), "{compacted:?}");
 
+    // Once it reads again it gets every change in order, from memory while the engine still
+    // holds them; if it fell so far behind that what it missed is gone from memory and from
+    // history, it is told so with where it stands.
     let mut delivered = start;
-    let error = loop {
-        match tokio::time::timeout(WAIT, stuck.next()).await.expect("the stuck watcher ends") {
+    while delivered < last {
+        match tokio::time::timeout(WAIT, stuck.next()).await.expect("the stuck watcher moves") {
             Some(Ok(batch)) => {
                 assert_eq!(batch.revision, delivered + 1, "in order, without gaps");
                 delivered = batch.revision;
             }
-            Some(Err(error)) => break error,
+            Some(Err(error)) => {
+                match error.code {
+                    ErrorCode::WatchLagged => assert_eq!(error.resume_after, Some(delivered), "{error:?}"),
+                    ErrorCode::Compacted => assert!(error.compacted_revision.is_some_and(|c| c > delivered)),
+                    _ => panic!("{error:?}"),
+                }
+                break;
+            }
             None => panic!("the watch ended without saying why"),
         }
-    };
-    assert_eq!(error.code, ErrorCode::WatchLagged, "{error:?}");
-    assert_eq!(error.resume_after, Some(delivered), "it names the last revision it delivered");
-    assert!(delivered < last, "it fell behind before the end");
+    }
     drop(stuck);
+    reader.close().await;
     api.close().await;
     stop.send(()).unwrap();
     serving.await.unwrap();
@@ -168,4 +179,27 @@ async fn futures_max(futures: impl Iterator<Item = impl Future<Output = u64> + S
         max = max.max(task.await.unwrap());
     }
     max
+}
+
+#[tokio::test]
+async fn a_joined_watcher_that_stops_reading_gets_every_change_once_it_reads_again() {
+    let place = Place::new();
+    let (stop, serving) = place.serve().await;
+    // The owner may send at most 300 kB ahead of what this watcher took: three of these values.
+    let settings = Settings { watch_buffer_bytes: Some(300_000), ..Settings::default() };
+    let watching = place.join_with(Options::default(), WAIT, settings).await;
+    let writing = place.join(Options::default(), WAIT).await;
+    let mut stalled = watching.watch(None, prefix("big/", None)).await.unwrap();
+    let start = stalled.position();
+    let value = json!("x".repeat(100_000));
+    let mut expected = Vec::new();
+    for i in 0..40 {
+        let key = format!("big/{i}");
+        let written = call(&writing, Operation::StateSet, json!({"key": key, "value": value})).await;
+        expected.push((written["revision"].as_u64().unwrap(), key, value.clone()));
+    }
+    // The writes never waited for it; now it reads, and gets every one, in order.
+    assert!(expected[0].0 > start);
+    assert_eq!(take(&mut stalled, expected.len()).await, expected);
+    finish(stalled, [watching, writing], stop, serving).await;
 }

@@ -291,3 +291,50 @@ fn a_scoped_token_learns_nothing_of_other_tenants_or_of_the_store() {
     let probe = expect(&server.client().get("/healthz").unwrap(), 200);
     assert_eq!(probe, json!({"status": "ok"}), "an anonymous probe learns only that the store answers");
 }
+
+/// The resident memory of a process, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+#[test]
+fn a_watcher_that_stops_reading_does_not_make_the_server_hold_the_values_it_missed() {
+    const VALUES: usize = 40;
+    const BUDGET: &str = "1048576";
+    let value = format!("\"{}\"", "x".repeat(1_000_000));
+    // The same load on two servers; only one has a watcher that stops reading. What the
+    // stalled watcher costs is the difference.
+    let (place_a, place_b) = (Place::new(), Place::new());
+    let stalled_server = place_a.serve(&["--watch-buffer-bytes", BUDGET]);
+    let control = place_b.serve(&["--watch-buffer-bytes", BUDGET]);
+    let mut stalled = stalled_server.client().stream("/v1/watch?prefix=big/", &[]).unwrap();
+    assert_eq!(stalled.next_event().unwrap().unwrap().event.as_deref(), Some("position"));
+    let before = (rss(stalled_server.pid()), rss(control.pid()));
+    for server in [&stalled_server, &control] {
+        let http = server.client();
+        for i in 0..VALUES {
+            expect(&http.request("PUT", &format!("/v1/kv/big/{i}"), &[], Some(value.as_bytes())).unwrap(), 200);
+        }
+    }
+    let grew = |now: u64, then: u64| now.saturating_sub(then);
+    let cost = grew(rss(stalled_server.pid()), before.0) as i64 - grew(rss(control.pid()), before.1) as i64;
+    eprintln!("a stalled watcher cost {:.1} MB over {VALUES} values of 1 MB", cost as f64 / 1e6);
+    // Without the budget it held every value it missed: 40 MB here.
+    assert!(cost < 20_000_000, "the stalled watcher made the server hold {cost} more bytes");
+
+    // Once it reads again it gets every change, in order, the values included.
+    stalled.set_timeout(Duration::from_secs(30)).unwrap();
+    let mut revisions = Vec::new();
+    while revisions.len() < VALUES {
+        let event = stalled.next_event().unwrap().expect("the stream goes on");
+        if event.comment.is_some() {
+            continue;
+        }
+        let batch = event.json();
+        assert_eq!(batch["events"][0]["value"].as_str().map(str::len), Some(1_000_000), "{}", event.data.len());
+        revisions.push(batch["revision"].as_u64().unwrap());
+    }
+    assert_eq!(revisions, (1..=VALUES as u64).collect::<Vec<_>>());
+}

@@ -78,6 +78,9 @@ pub struct EngineConfig {
     pub idempotency_window: Duration,
     /// Committed batches a watcher may fall behind by before it is ended (and told to resume).
     pub watch_buffer: usize,
+    /// Bytes of changes held for watchers that have not taken them yet, all watchers together;
+    /// past it, batches reach watchers through history instead of memory.
+    pub watch_buffer_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -90,11 +93,15 @@ impl Default for EngineConfig {
             queue_depth: 4096,
             idempotency_window: Duration::from_millis(state_core::idempotency::DEFAULT_WINDOW_MILLIS),
             watch_buffer: 4096,
+            watch_buffer_bytes: DEFAULT_WATCH_BUFFER_BYTES,
         }
     }
 }
 
 pub const DEFAULT_HISTORY_RETENTION: u64 = 100_000;
+
+/// What watchers may hold in memory by default, together.
+pub const DEFAULT_WATCH_BUFFER_BYTES: usize = 64 * 1024 * 1024;
 
 /// Batch reads of up to this many keys count as point reads.
 const POINT_READ_KEYS: usize = 16;
@@ -133,7 +140,7 @@ impl Engine {
     /// ([`Engine::start_maintenance`]) so tests can drive expiry by hand.
     pub fn new(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>, config: EngineConfig) -> Result<Engine, EngineError> {
         let (writes, queue) = mpsc::channel(config.queue_depth.max(1));
-        let feed = Feed::new(config.watch_buffer.max(1));
+        let feed = Feed::new(config.watch_buffer.max(1), config.watch_buffer_bytes);
         let stats = Arc::new(WriterStats::default());
         let writer = {
             let (backend, clock, stats, feed) = (backend.clone(), clock.clone(), stats.clone(), feed.clone());

@@ -4,6 +4,7 @@
 use state_core::UnixMillis;
 use state_core::entry::{Entry, Event, EventKind, live};
 use state_core::error::InvalidInput;
+use state_core::limits::{MAX_PAGE_VALUE_BYTES, json_len};
 use state_core::ops::Paged;
 use state_core::ops::history::{HistoryEvent, HistoryRequest, HistoryResult, KeyFilter};
 use state_core::ops::kv::{BatchGetRequest, BatchGetResult, GetRequest, GetResult, ListRequest, ListResult};
@@ -117,13 +118,28 @@ pub(super) fn list(txn: &dyn ReadTxn, req: &ListRequest, now: UnixMillis) -> Res
     let page = req.page_size()?;
     let after = req.scan_after()?;
     let mut entries = Vec::with_capacity(page.min(256) + 1);
+    // With values, a page also ends once it carries enough bytes; the entry after it, read
+    // only to know there is more, is dropped by `ListResult::page`.
+    let mut value_bytes = 0;
+    let mut page_len = page;
     txn.scan(&req.prefix, after.as_deref(), &mut |entry| {
-        if !entry.is_expired(now) {
-            entries.push(entry);
+        if entry.is_expired(now) {
+            return true;
         }
-        entries.len() <= page
+        if entries.len() == page_len {
+            entries.push(entry);
+            return false;
+        }
+        if req.include_values {
+            value_bytes += json_len(&entry.value);
+            if value_bytes >= MAX_PAGE_VALUE_BYTES {
+                page_len = entries.len() + 1;
+            }
+        }
+        entries.push(entry);
+        true
     })?;
-    Ok(ListResult::page(entries, page, req.include_values, revision))
+    Ok(ListResult::page(entries, page_len, req.include_values, revision))
 }
 
 /// History pages never split a revision: a transaction's events arrive together, so paging
@@ -136,10 +152,15 @@ pub(super) fn history(txn: &dyn ReadTxn, req: &HistoryRequest) -> Result<History
     let include_values = req.include_values.unwrap_or(true);
     let mut events: Vec<Event> = Vec::new();
     let mut more = false;
+    let mut value_bytes = 0;
     let mut collect = |event: Event| {
-        if events.len() >= limit && events.last().is_some_and(|last| last.revision != event.revision) {
+        let full = events.len() >= limit || value_bytes >= MAX_PAGE_VALUE_BYTES;
+        if full && events.last().is_some_and(|last| last.revision != event.revision) {
             more = true;
             return false;
+        }
+        if include_values {
+            value_bytes += event.value.as_ref().map_or(0, json_len);
         }
         events.push(event);
         true

@@ -8,10 +8,15 @@
 //! A watcher that falls behind never holds the writer up: the channel overwrites what the
 //! slowest reader has not taken, and that watcher ends with [`EngineError::WatchLagged`],
 //! naming the revision to resume after.
+//!
+//! Nor does a watcher that stops reading hold memory: the events the feed carries count
+//! against a budget of bytes, shared by every watcher. A batch that would go over it is
+//! published without its events (as another process's commit is), and watchers read it from
+//! history; events are freed as soon as every watcher has taken them.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use state_core::Event;
 use state_core::ops::history::{HistoryEvent, HistoryRequest, KeyFilter};
@@ -29,6 +34,22 @@ pub(crate) struct Committed {
     pub(crate) first: u64,
     pub(crate) last: u64,
     pub(crate) events: Option<Vec<Event>>,
+    /// What the events count against the feed's budget, given back when the batch is freed.
+    _held: Option<Held>,
+}
+
+/// Bytes of events the feed holds, released when the batch holding them is dropped (every
+/// watcher took it, or the channel overwrote it).
+#[derive(Debug)]
+struct Held {
+    bytes: usize,
+    total: Arc<AtomicUsize>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.total.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
 }
 
 /// Where committed batches are published: by the writer (with their events), and, where other
@@ -39,24 +60,54 @@ pub(crate) struct Feed {
     pub(crate) sender: broadcast::Sender<Arc<Committed>>,
     /// The highest revision published, so the follower announces only what is new.
     published: Arc<AtomicU64>,
+    /// Bytes of events held for watchers now, and the most it may be.
+    held: Arc<AtomicUsize>,
+    budget: usize,
 }
 
 impl Feed {
-    pub(crate) fn new(capacity: usize) -> Feed {
-        Feed { sender: broadcast::channel(capacity).0, published: Arc::new(AtomicU64::new(0)) }
+    pub(crate) fn new(capacity: usize, budget: usize) -> Feed {
+        Feed {
+            sender: broadcast::channel(capacity).0,
+            published: Arc::new(AtomicU64::new(0)),
+            held: Arc::new(AtomicUsize::new(0)),
+            budget,
+        }
     }
 
-    pub(crate) fn publish(&self, committed: Committed) {
-        self.published.fetch_max(committed.last, Ordering::SeqCst);
+    /// Publishes revisions `first..=last` of this process's writer, with their events while
+    /// they fit in the budget.
+    pub(crate) fn publish(&self, first: u64, last: u64, events: Option<Vec<Event>>) {
+        self.published.fetch_max(last, Ordering::SeqCst);
+        let (events, held) = match events {
+            Some(events) => {
+                let bytes = events.iter().map(event_bytes).sum::<usize>();
+                let before = self.held.fetch_add(bytes, Ordering::SeqCst);
+                let held = Held { bytes, total: self.held.clone() };
+                if before + bytes > self.budget {
+                    tracing::debug!(
+                        first,
+                        last,
+                        bytes,
+                        "watchers hold too much; this batch goes to them through history"
+                    );
+                    (None, None)
+                } else {
+                    (Some(events), Some(held))
+                }
+            }
+            None => (None, None),
+        };
         // No receiver is not an error: nobody is watching.
-        let _ = self.sender.send(Arc::new(committed));
+        let _ = self.sender.send(Arc::new(Committed { first, last, events, _held: held }));
     }
 
     /// Another process committed up to `revision`: announce whatever of it is new here.
     pub(crate) fn committed_elsewhere(&self, revision: u64) {
         let before = self.published.fetch_max(revision, Ordering::SeqCst);
         if revision > before && self.sender.receiver_count() > 0 {
-            let _ = self.sender.send(Arc::new(Committed { first: before + 1, last: revision, events: None }));
+            let committed = Committed { first: before + 1, last: revision, events: None, _held: None };
+            let _ = self.sender.send(Arc::new(committed));
         }
     }
 }
@@ -188,6 +239,12 @@ impl Watch {
         };
         Ok(())
     }
+}
+
+/// What an event costs a watcher that holds it: its value, its key, and a little for the rest.
+fn event_bytes(event: &Event) -> usize {
+    const FIXED: usize = 128;
+    FIXED + event.key.len() + event.value.as_ref().map_or(0, state_core::limits::json_len)
 }
 
 /// Adds an event to the batch of its revision: the last one, or a new one after it. Events come

@@ -22,7 +22,7 @@ use state_core::plan::{Mutation, Plan, WriteContext};
 use tokio::sync::{mpsc, oneshot};
 
 use super::view::TxnView;
-use super::watch::{Committed, Feed};
+use super::watch::Feed;
 use crate::backend::{Backend, Order, ReadTxn, WriteTxn};
 use crate::clock::Clock;
 use crate::error::{EngineError, StorageError};
@@ -336,7 +336,7 @@ fn commit_with_retries(
         let mut events = (feed.sender.receiver_count() > 0).then(Vec::new);
         match stage_and_commit(backend, clock, batch, stats, events.as_mut()) {
             Ok(Some((first, last))) => {
-                feed.publish(Committed { first, last, events });
+                feed.publish(first, last, events);
                 return Ok(());
             }
             Ok(None) => return Ok(()),

@@ -213,3 +213,62 @@ async fn a_watch_ends_when_the_engine_closes() {
     store.engine.close().await;
     assert!(watch.next().await.is_none());
 }
+
+#[tokio::test]
+async fn a_watcher_that_stops_reading_holds_no_more_than_the_byte_budget_and_misses_nothing() {
+    // Room for about two of these values: the rest must reach the watcher through history.
+    let config = EngineConfig { watch_buffer_bytes: 250_000, ..EngineConfig::default() };
+    let store = Store::with_config(&crate::support::redb_memory, config);
+    let big = json!("x".repeat(100_000));
+    let mut stalled = store.engine.watch(WatchRequest::default()).await.unwrap();
+    let mut live = store.engine.watch(WatchRequest::default()).await.unwrap();
+    for n in 0..40 {
+        store.set(&format!("k{n}"), big.clone()).await;
+    }
+    // Both see every revision once, in order, with its value: the one that kept up and the one
+    // that stopped reading.
+    let expected = history_since(&store.engine, 0, 1000).await;
+    assert_eq!(expected.len(), 40);
+    for watch in [&mut live, &mut stalled] {
+        let delivered = flatten(&drain(watch, 40).await);
+        assert_eq!(delivered, expected);
+        assert!(delivered.iter().all(|e| e.value.as_ref() == Some(&big)));
+    }
+}
+
+#[tokio::test]
+async fn pages_of_large_values_stop_at_a_size_and_say_there_is_more() {
+    use state_core::limits::MAX_PAGE_VALUE_BYTES;
+    use state_core::ops::kv::ListRequest;
+    let store = Store::new(&crate::support::redb_memory);
+    let value = json!("v".repeat(1_000_000));
+    let n = MAX_PAGE_VALUE_BYTES / 1_000_000 + 4;
+    for i in 0..n {
+        store.set(&format!("big/{i:03}"), value.clone()).await;
+    }
+    // History: fewer events than asked for, and `more`; paging on reaches all of them.
+    let page = store
+        .engine
+        .history(HistoryRequest { since_revision: Some(0), n: Some(1000), ..HistoryRequest::default() })
+        .await
+        .unwrap();
+    assert!(page.more && page.events.len() < n && page.events.len() >= 16, "{} events", page.events.len());
+    assert_eq!(history_since(&store.engine, 0, 1000).await.len(), n);
+    // Listing with values: the same, by cursor; without values, one page holds them all.
+    let mut seen = 0;
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let request = ListRequest { include_values: true, limit: Some(1000), cursor, ..ListRequest::default() };
+        let page = store.engine.list(request).await.unwrap();
+        seen += page.entries.len();
+        pages += 1;
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!((seen, pages), (n, 2));
+    let keys = store.engine.list(ListRequest { limit: Some(1000), ..ListRequest::default() }).await.unwrap();
+    assert_eq!((keys.entries.len(), keys.next_cursor), (n, None));
+}
