@@ -14,6 +14,7 @@ mod metrics;
 mod openapi;
 mod problem;
 mod rest;
+mod sessions;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 pub use browser::BrowserPolicy;
 pub use listen::{Limits, serve};
 pub use mcp::McpConfig;
+pub use sessions::SessionLimits;
 
 /// The default address: loopback, on a port no well-known database or broker uses.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7478";
@@ -93,7 +95,15 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
         .route("/openapi.json", get(move || async move { axum::Json(Arc::clone(&document)).into_response() }))
         .route("/healthz", get(metrics::healthz))
         .route("/metrics", get(metrics::metrics))
-        .nest_service("/mcp", mcp::service(api, &config.mcp, &config.browser, shutdown))
+        .nest_service(
+            "/mcp",
+            tower::ServiceBuilder::new().layer(middleware::from_fn(sessions::admit)).service(mcp::service(
+                api,
+                &config.mcp,
+                &config.browser,
+                shutdown,
+            )),
+        )
         .layer(middleware::from_fn_with_state(service.clone(), authn::authenticate))
         // Before authentication: a foreign page is refused whatever it presents.
         .layer(middleware::from_fn_with_state(service.clone(), browser::guard));

@@ -13,7 +13,7 @@ use state_api::auth::Tokens;
 use state_api::cli::{OwnerArgs, StoreArgs, ToolArgs, parse_duration};
 use state_api::owner::{self, Owner, OwnerConfig};
 use state_api::{Api, Local};
-use state_http::{BrowserPolicy, Config, DEFAULT_LISTEN, Limits, McpConfig};
+use state_http::{BrowserPolicy, Config, DEFAULT_LISTEN, Limits, McpConfig, SessionLimits};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::fmt::writer::MakeWriterExt;
 
@@ -92,6 +92,19 @@ struct Cli {
     /// How often an idle watch stream (GET /v1/watch) gets a keep-alive comment
     #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
     keep_alive: Duration,
+
+    /// MCP sessions (the 2025 protocol's) open at once; more are answered 503
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    max_mcp_sessions: usize,
+
+    /// MCP sessions one token (or, without --auth, everyone) may hold; opening one more closes
+    /// the one it used least recently
+    #[arg(long, value_name = "N", default_value_t = 128)]
+    max_mcp_sessions_per_token: usize,
+
+    /// An MCP session unused this long ends; its client opens a new one
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    mcp_session_idle: Duration,
 
     /// Log filter for stderr, e.g. "info" or "state_http=debug"
     #[arg(long, env = "STATE_LOG", default_value = "info,rmcp=warn")]
@@ -232,7 +245,12 @@ async fn serve(cli: Cli, tokens: Option<Arc<Tokens>>) -> anyhow::Result<()> {
     };
     let config = Config {
         tokens: tokens.clone(),
-        mcp: McpConfig { options: cli.tools.options(), max_body_bytes: cli.max_body_bytes },
+        mcp: McpConfig {
+            options: cli.tools.options(),
+            max_body_bytes: cli.max_body_bytes,
+            sessions: SessionLimits { total: cli.max_mcp_sessions, per_token: cli.max_mcp_sessions_per_token },
+            session_idle: cli.mcp_session_idle,
+        },
         browser: BrowserPolicy {
             allowed_hosts: allowed_hosts(cli.listen, &cli.allow_host),
             allowed_origins: cli.allow_origin.clone(),

@@ -3,6 +3,7 @@
 //! request's principal reaching every tool call through the request parts rmcp passes on.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -10,6 +11,7 @@ use state_api::{Api, Options};
 use state_mcp::StateServer;
 
 use crate::BrowserPolicy;
+use crate::sessions::{BoundedSessions, SessionLimits};
 use tokio_util::sync::CancellationToken;
 
 /// What `/mcp` accepts.
@@ -18,6 +20,10 @@ pub struct McpConfig {
     /// The tools served (`--compat`, `--tools`).
     pub options: Options,
     pub max_body_bytes: usize,
+    /// Sessions of the 2025 protocol: how many may be open.
+    pub sessions: SessionLimits,
+    /// A session unused for this long ends (its client starts a new one).
+    pub session_idle: Duration,
 }
 
 pub(crate) fn service(
@@ -25,7 +31,7 @@ pub(crate) fn service(
     config: &McpConfig,
     browser: &BrowserPolicy,
     shutdown: CancellationToken,
-) -> StreamableHttpService<StateServer, LocalSessionManager> {
+) -> StreamableHttpService<StateServer, BoundedSessions<LocalSessionManager>> {
     let settings = StreamableHttpServerConfig::default()
         .with_allowed_origins(browser.mcp_origins.clone())
         // An empty list would otherwise switch the check off: keep it on whatever is configured.
@@ -41,5 +47,8 @@ pub(crate) fn service(
     // shares its tool definitions instead of generating every schema again, with its own
     // `resources/subscribe` subscriptions (which end with the session).
     let handler = StateServer::new(api, config.options.clone());
-    StreamableHttpService::new(move || Ok(handler.for_session()), Arc::new(LocalSessionManager::default()), settings)
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(config.session_idle);
+    let sessions = Arc::new(BoundedSessions::new(sessions, config.sessions));
+    StreamableHttpService::new(move || Ok(handler.for_session()), sessions, settings)
 }

@@ -338,3 +338,64 @@ fn a_watcher_that_stops_reading_does_not_make_the_server_hold_the_values_it_miss
     }
     assert_eq!(revisions, (1..=VALUES as u64).collect::<Vec<_>>());
 }
+
+/// Opens a 2025-11-25 MCP session; its id, or the refusal's status.
+fn open_session(http: &state_e2e::HttpClient) -> Result<String, u16> {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "flood", "version": "1"}}});
+    let headers = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+    let response = http.request("POST", "/mcp", &headers, Some(init.to_string().as_bytes())).unwrap();
+    match response.header("mcp-session-id") {
+        Some(id) if response.status == 200 => Ok(id.to_owned()),
+        _ => Err(response.status),
+    }
+}
+
+/// Whether a session still answers (a closed one is 404).
+fn session_lives(http: &state_e2e::HttpClient, session: &str) -> bool {
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Mcp-Session-Id", session),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let response = http.request("POST", "/mcp", &headers, Some(ping.to_string().as_bytes())).unwrap();
+    match response.status {
+        200 => true,
+        404 => false,
+        other => panic!("ping answered {other}: {}", response.text()),
+    }
+}
+
+#[test]
+fn a_session_flood_is_capped_per_token_and_in_total() {
+    let place = Place::new();
+    let tokens = place.tokens.to_string_lossy().into_owned();
+    let server = place.serve(&["--auth", &tokens, "--max-mcp-sessions", "12", "--max-mcp-sessions-per-token", "5"]);
+    let reader = server.client().with_token(crate::READER);
+    // A read-only token opening session after session: it never holds more than five, the
+    // first ones closing as new ones open.
+    let flood: Vec<String> = (0..40).map(|_| open_session(&reader).expect("its own oldest make room")).collect();
+    let alive: Vec<bool> = flood.iter().map(|s| session_lives(&reader, s)).collect();
+    assert_eq!(alive.iter().filter(|a| **a).count(), 5, "{alive:?}");
+    assert!(alive[35..].iter().all(|a| *a), "the most recent ones are kept");
+    // Other tokens are untouched by it, until the server itself is full.
+    let team = server.client().with_token(crate::TEAM_A);
+    let admin = server.client().with_token(crate::ADMIN);
+    let theirs: Vec<String> = (0..5).map(|_| open_session(&team).unwrap()).collect();
+    let admins: Vec<String> = (0..2).map(|_| open_session(&admin).unwrap()).collect();
+    assert_eq!(open_session(&admin), Err(503), "twelve sessions is the server's cap");
+    assert!(admins.iter().all(|s| session_lives(&admin, s)));
+    assert!(theirs.iter().all(|s| session_lives(&team, s)), "a flood by one token closes no one else's");
+    // The stateless protocol needs no session and is still served.
+    let discover = json!({"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "server/discover"),
+    ];
+    assert_eq!(admin.request("POST", "/mcp", &headers, Some(discover.to_string().as_bytes())).unwrap().status, 200);
+}
