@@ -75,6 +75,11 @@ pub struct StoreArgs {
     /// An owner this process starts exits after this long without clients (e.g. 30s, 5m, 1h)
     #[arg(long, env = "STATE_OWNER_IDLE", value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub owner_idle: Duration,
+
+    /// An owner that answers nothing for this long (not even a ping) is hung: it is ended
+    /// (SIGTERM, then SIGKILL) and another started
+    #[arg(long, env = "STATE_OWNER_HANG_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub owner_hang_timeout: Duration,
 }
 
 impl StoreArgs {
@@ -95,6 +100,7 @@ impl StoreArgs {
             client,
             launcher: self.owner_launcher(db)?,
             settle_timeout,
+            hang_timeout: self.owner_hang_timeout,
         })
     }
 

@@ -33,7 +33,7 @@ pub use local::{Local, StandaloneError};
 pub use logfile::{CappedLog, DEFAULT_LOG_CAP, owner_log_path};
 pub use options::Options;
 pub use paths::{PathError, RUNTIME_DIR_ENV, Rendezvous, holder_note_path};
-pub use remote::{JoinConfig, JoinError, Joined, OwnerLauncher};
+pub use remote::{DEFAULT_HANG_TIMEOUT, JoinConfig, JoinError, Joined, OwnerLauncher};
 pub use reply::{ApiError, ErrorCode, Outcome, Reply};
 pub use state_store::backend::postgres::{FollowMode, PostgresOptions};
 pub use watch::Watcher;

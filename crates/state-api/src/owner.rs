@@ -310,6 +310,17 @@ async fn serve_connection(stream: UnixStream, shared: &Shared) {
             watches.insert(call.id, (task.abort_handle(), credit));
             continue;
         }
+        if call.ping {
+            let (local, write, id) = (shared.local.clone(), write.clone(), call.id);
+            tokio::spawn(async move {
+                let reply = match local.ping().await {
+                    Ok(()) => Reply::result(Outcome::Ok, serde_json::json!({})),
+                    Err(error) => Reply::error(error),
+                };
+                send(&write, &ReplyFrame::new(id, reply)).await;
+            });
+            continue;
+        }
         if let Some(bytes) = call.credit {
             if let Some((_, credit)) = watches.get(&call.id) {
                 credit.grant(bytes);

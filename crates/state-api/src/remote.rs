@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::future::Future;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,8 +31,9 @@ use crate::reply::{ApiError, ErrorCode, Reply};
 use crate::settle::{self, RequestIds, Unreached};
 use crate::wire::{self, Call, Greeting, Hello, PROTOCOL, Readiness, ReplyFrame, Settings, WIRE_VERSION, Welcome};
 
-/// How long a hello may wait for its answer before the listener is judged not to be an owner.
-const GREETING_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long an owner may leave a joiner without any answer (to a hello, or to calls and then
+/// a ping) before the joiner ends it as hung and starts another.
+pub const DEFAULT_HANG_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How a joiner starts an owner when none answers: a program and its arguments (the same
 /// binary, in owner mode, with this client's engine settings).
@@ -54,6 +56,9 @@ pub struct JoinConfig {
     pub launcher: OwnerLauncher,
     /// How long to keep trying to reach (or start) an owner before giving up on a call.
     pub settle_timeout: Duration,
+    /// How long an owner may stay silent, with calls outstanding and a ping unanswered,
+    /// before it is ended as hung and replaced ([`DEFAULT_HANG_TIMEOUT`]).
+    pub hang_timeout: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -149,6 +154,14 @@ struct Connection {
     writer: tokio::sync::Mutex<OwnedWriteHalf>,
     pending: Mutex<Pending>,
     welcome: Welcome,
+    /// The owner's process as the kernel gave it when connecting (not as it says itself).
+    peer_pid: Option<u32>,
+    /// The socket, for asking whether the owner hung up without taking the writer's lock
+    /// (which a write to a stopped owner may hold).
+    probe: std::os::fd::OwnedFd,
+    opened: Instant,
+    /// When a frame last arrived, in milliseconds since `opened`.
+    last_heard: AtomicU64,
 }
 
 #[derive(Default)]
@@ -223,8 +236,9 @@ impl Remote {
                     let why = Unreached {
                         transient: true,
                         reason: format!(
-                            "the store's owner (pid {pid}) has not answered for {answer_within:?}: it is stopped, stuck or \
-                             overloaded (`kill -CONT {pid}` resumes a stopped one; `kill {pid}` lets the next call start a new one)"
+                            "the store's owner (pid {pid}) has not answered for {answer_within:?} and could not be replaced \
+                             (its log and this process's say why): it is stuck or overloaded (`kill -9 {pid}` lets the next \
+                             call start a new one)"
                         ),
                         lost: "it was sent to the store's owner, which has not answered",
                     };
@@ -294,6 +308,19 @@ impl Connection {
         self.pending.lock().map_or(true, |p| p.closed)
     }
 
+    fn heard(&self) {
+        let since = u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_heard.store(since, Ordering::Relaxed);
+    }
+
+    fn silent_for(&self) -> Duration {
+        self.opened.elapsed().saturating_sub(Duration::from_millis(self.last_heard.load(Ordering::Relaxed)))
+    }
+
+    fn awaits_answers(&self) -> bool {
+        self.pending.lock().is_ok_and(|p| !p.waiting.is_empty())
+    }
+
     async fn send(&self, id: u64, frame: &[u8]) -> Result<ReplyFrame, Lost> {
         let (tx, rx) = oneshot::channel();
         {
@@ -343,6 +370,7 @@ async fn read_replies(
     let mut line = Vec::new();
     while let Ok(true) = wire::read_line(&mut reader, &mut line, usize::MAX).await {
         let Some(connection) = connection.upgrade() else { return };
+        connection.heard();
         let Ok(frame) = serde_json::from_slice::<ReplyFrame>(&line) else {
             tracing::warn!("the owner sent a malformed reply; reconnecting");
             break;
@@ -368,6 +396,61 @@ async fn read_replies(
     if let Err(error) = self::connection(&inner, deadline).await {
         // The next call tries again and reports it.
         tracing::warn!(%error, "could not rejoin an owner yet");
+    }
+}
+
+/// Watches a connection for an owner that stopped answering: when calls are outstanding and
+/// nothing has arrived for half the hang timeout, pings it; when the ping goes unanswered for
+/// the other half too, ends the owner and lets the calls rejoin a new one.
+async fn watch_liveness(connection: Weak<Connection>, inner: Weak<Inner>, hang: Duration) {
+    let half = hang / 2;
+    loop {
+        tokio::time::sleep((hang / 4).max(Duration::from_millis(10))).await;
+        let Some(live) = connection.upgrade() else { return };
+        if live.is_closed() {
+            return;
+        }
+        if !live.awaits_answers() || live.silent_for() < half {
+            continue;
+        }
+        let Some(id) = inner.upgrade().map(|inner| inner.next_call.fetch_add(1, Ordering::Relaxed)) else { return };
+        let Ok(frame) = wire::encode(&Call { id, ping: true, ..Call::default() }) else { return };
+        match tokio::time::timeout(half, live.send(id, &frame)).await {
+            Ok(Ok(_)) => continue,
+            // The connection ended: the reader rejoins.
+            Ok(Err(_)) => return,
+            Err(_) => live.abandon(id),
+        }
+        let Some(inner) = inner.upgrade() else { return };
+        replace_hung_owner(&inner, &live).await;
+        return;
+    }
+}
+
+/// Ends the owner behind `connection`, which answers nothing, and drops the connection so its
+/// calls rejoin (starting a new owner) and are resent under their idempotency keys.
+async fn replace_hung_owner(inner: &Arc<Inner>, connection: &Arc<Connection>) {
+    let silent = connection.silent_for();
+    match connection.peer_pid {
+        Some(pid) => {
+            tracing::warn!(
+                owner_pid = pid,
+                "the store's owner has answered nothing for {silent:?}, not even a ping: ending it and taking over"
+            );
+            report_ending(pid, takeover::end_hung_owner(&inner.rendezvous.db, pid, connection.probe.as_fd()).await);
+        }
+        None => tracing::warn!("the store's owner has answered nothing for {silent:?}, and its process is unknown"),
+    }
+    connection.close();
+    forget(inner, connection).await;
+}
+
+fn report_ending(pid: u32, ended: Result<takeover::Ended, String>) {
+    match ended {
+        Ok(takeover::Ended::Stopped) => tracing::warn!(owner_pid = pid, "the hung owner stopped on SIGTERM"),
+        Ok(takeover::Ended::Killed) => tracing::warn!(owner_pid = pid, "the hung owner was killed (SIGKILL)"),
+        Ok(takeover::Ended::AlreadyGone) => tracing::info!(owner_pid = pid, "the owner had already gone"),
+        Err(why) => tracing::error!(owner_pid = pid, "could not end the hung owner: {why}"),
     }
 }
 
@@ -430,11 +513,15 @@ async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Attempt> {
         }
         Err(e) => return Err(Attempt::Absent(format!("nothing is listening at {} ({e})", socket.display()))),
     };
-    match stream.peer_cred() {
-        Ok(cred) if cred.uid() == uid() => {}
+    let peer_pid = match stream.peer_cred() {
+        Ok(cred) if cred.uid() == uid() => cred.pid().and_then(|pid| u32::try_from(pid).ok()),
         Ok(cred) => return Err(not_an_owner(format!("the listener runs as uid {}, not as this user", cred.uid()))),
         Err(e) => return Err(not_an_owner(format!("cannot read the listener's credentials: {e}"))),
-    }
+    };
+    let probe = stream
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| Attempt::Absent(format!("cannot keep a handle on the connection: {e}")))?;
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let config = &inner.config;
@@ -453,16 +540,32 @@ async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Attempt> {
     // is still there to read, and decides, not the failed write.
     let unsent = write.write_all(&frame).await.err();
     let mut line = Vec::new();
-    let read =
-        tokio::time::timeout(GREETING_TIMEOUT, wire::read_line(&mut reader, &mut line, wire::MAX_HANDSHAKE_BYTES))
-            .await;
+    let hang = config.hang_timeout;
+    let read = tokio::time::timeout(hang, wire::read_line(&mut reader, &mut line, wire::MAX_HANDSHAKE_BYTES)).await;
     if let Some(e) = unsent
         && !matches!(read, Ok(Ok(true)))
     {
         return Err(Attempt::Absent(format!("the owner closed the connection during the handshake ({e})")));
     }
     match read {
-        Err(_) => return Err(not_an_owner(format!("no answer to the hello within {GREETING_TIMEOUT:?}"))),
+        // A listener of this user's, at this database's socket, that accepts and says nothing:
+        // a hung owner. End it (if it is the database's holder) and start another.
+        Err(_) => {
+            let Some(pid) = peer_pid else {
+                return Err(not_an_owner(format!("no answer to the hello within {hang:?}")));
+            };
+            tracing::warn!(
+                owner_pid = pid,
+                "the store's owner has not answered a hello for {hang:?}: ending it and taking over"
+            );
+            let ended = takeover::end_hung_owner(&inner.rendezvous.db, pid, probe.as_fd()).await;
+            let gone = ended.is_ok();
+            report_ending(pid, ended);
+            return match gone {
+                true => Err(Attempt::Absent(format!("ended the hung owner (pid {pid})"))),
+                false => Err(not_an_owner(format!("no answer to the hello within {hang:?}"))),
+            };
+        }
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
             return Err(not_an_owner("it answered with an overlong line".into()));
         }
@@ -507,8 +610,13 @@ async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Attempt> {
         writer: tokio::sync::Mutex::new(write),
         pending: Mutex::new(Pending::default()),
         welcome,
+        peer_pid,
+        probe,
+        opened: Instant::now(),
+        last_heard: AtomicU64::new(0),
     });
     tokio::spawn(read_replies(Arc::downgrade(&connection), reader, Arc::downgrade(inner)));
+    tokio::spawn(watch_liveness(Arc::downgrade(&connection), Arc::downgrade(inner), hang));
     Ok(connection)
 }
 
@@ -570,6 +678,7 @@ async fn launch(inner: &Inner, deadline: Instant) -> Result<Launched, JoinError>
     }
 }
 
+mod takeover;
 #[cfg(test)]
 mod tests;
 mod watch;

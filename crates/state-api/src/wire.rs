@@ -111,6 +111,11 @@ pub(crate) struct Call {
     /// that much more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credit: Option<u64>,
+    /// Answer once the engine's writer has taken a turn: a client that has heard nothing for a
+    /// while asks whether the owner is alive and committing, or hung. (An owner older than
+    /// this answers with an error, which is an answer too.)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ping: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

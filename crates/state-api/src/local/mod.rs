@@ -177,6 +177,11 @@ impl Local {
         self.engine.watch(request).await.map_err(|e| engine_error(Operation::StateWatch, e))
     }
 
+    /// Whether this engine commits: answered once its writer has taken a turn.
+    pub(crate) async fn ping(&self) -> Result<(), ApiError> {
+        self.engine.ping().await.map_err(|e| engine_error(Operation::StateHealth, e))
+    }
+
     /// Stops maintenance, lets queued writes commit, and releases the database.
     pub async fn close(&self) {
         drop(self.maintenance.lock().ok().and_then(|mut m| m.take()));

@@ -58,6 +58,7 @@ impl Place {
             client: "owner-test".into(),
             launcher: OwnerLauncher { program: "/bin/true".into(), args: vec![] },
             settle_timeout: settle,
+            hang_timeout: state_api::DEFAULT_HANG_TIMEOUT,
         };
         Api::join(config).await.unwrap().0
     }

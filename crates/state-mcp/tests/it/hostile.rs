@@ -41,3 +41,67 @@ fn another_local_user_can_read_none_of_the_stores_files() {
     assert_eq!(mode(dir.path()), 0o755, "a directory the store did not make is left alone");
     client.shutdown().unwrap();
 }
+
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill").args([signal, &pid.to_string()]).status().unwrap();
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+fn owner_pid(client: &mut McpClient) -> u32 {
+    let health = client.call("state_health", json!({})).unwrap();
+    assert!(!health.is_error, "{}", health.text);
+    health.json()["owner"]["pid"].as_u64().unwrap() as u32
+}
+
+/// Whether a process is gone (or a zombie waiting to be reaped).
+fn gone(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_or(true, |stat| stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
+}
+
+#[test]
+fn an_owner_that_is_alive_but_hung_is_replaced_and_nothing_is_applied_twice() {
+    let place = crate::Place::new();
+    let hang = ["--owner-hang-timeout", "1s"];
+    let mut client = place.start(&hang, ProtocolEra::Legacy);
+    let set = |client: &mut McpClient, value: i64, request: &str| {
+        let result = client.call("state_set", json!({"key": "k", "value": value, "request_id": request})).unwrap();
+        assert!(!result.is_error, "{}", result.text);
+        result.json()
+    };
+    set(&mut client, 1, "first");
+    let hung = owner_pid(&mut client);
+
+    // Stopped, as a debugger or a stuck disk would: its socket still accepts connections.
+    signal(hung, "-STOP");
+    let started = std::time::Instant::now();
+    let second = set(&mut client, 2, "second");
+    assert_eq!(second["version"], 2, "{second}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "took {:?}", started.elapsed());
+    let replacement = owner_pid(&mut client);
+    assert_ne!(replacement, hung);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !gone(hung) {
+        assert!(std::time::Instant::now() < deadline, "the hung owner {hung} is still there");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(client.stderr().contains("taking over"), "{}", client.stderr());
+
+    // A process that starts while the owner is hung takes over at once too.
+    signal(replacement, "-STOP");
+    let mut late = place.start(&hang, ProtocolEra::Legacy);
+    let third = set(&mut late, 3, "third");
+    assert_eq!(third["version"], 3, "{third}");
+    assert_ne!(owner_pid(&mut late), replacement);
+    // The first client, whose owner is gone again, follows; its retry of an applied write is
+    // answered from the record, not applied again.
+    let retried = set(&mut client, 2, "second");
+    assert_eq!(retried["version"], 2, "the first answer, not a third write: {retried}");
+    let read = client.call("state_get", json!({"key": "k"})).unwrap().json();
+    assert_eq!((read["value"].as_i64(), read["version"].as_u64()), (Some(3), Some(3)), "{read}");
+    for pid in [hung, replacement] {
+        if !gone(pid) {
+            signal(pid, "-KILL");
+        }
+    }
+}

@@ -425,23 +425,3 @@ fn an_owner_of_another_wire_version_is_named_with_the_fix() {
     assert!(stderr.contains("wire version 99") && stderr.contains(&ours), "names both versions: {stderr}");
     assert!(stderr.contains("kill 4242"), "says how to stop the old owner: {stderr}");
 }
-
-#[test]
-fn a_stopped_owner_is_reported_instead_of_waited_on_forever() {
-    let place = Place::new();
-    let mut client = place.start(&[], ProtocolEra::Legacy);
-    ok(&mut client, "state_set", json!({"key": "k", "value": 1}));
-    let pid = owner_pid(&mut client);
-    signal(pid, "-STOP");
-    // Not answered at all would hang the agent until its client gives up on the tool call.
-    let stuck = client.call("state_get", json!({"key": "k"}));
-    signal(pid, "-CONT");
-    let stuck = stuck.unwrap();
-    assert!(stuck.is_error, "{}", stuck.text);
-    assert!(stuck.text.contains(&format!("owner (pid {pid}) has not answered")), "{}", stuck.text);
-    assert!(stuck.text.contains(&format!("kill -CONT {pid}")), "{}", stuck.text);
-    // Resumed, the same owner answers again on the same connection.
-    assert_eq!(ok(&mut client, "state_get", json!({"key": "k"}))["value"], 1);
-    assert_eq!(owner_pid(&mut client), pid);
-    stop_owner(pid);
-}

@@ -596,6 +596,19 @@ impl Engine {
         }
     }
 
+    /// Returns once the writer has taken a turn: proof that this engine commits, not merely
+    /// that its process accepts connections (a stuck disk stops the writer, not the sockets).
+    pub async fn ping(&self) -> Result<(), EngineError> {
+        self.write(|reply| {
+            Raw::boxed(
+                |_: &mut dyn WriteTxn, _: &WriteContext| Ok(((), Applied::default())),
+                self.idempotency(None),
+                reply,
+            )
+        })
+        .await
+    }
+
     /// The last committed revision.
     pub async fn revision(&self) -> Result<u64, EngineError> {
         self.read(ReadCost::Point, |txn, _| Ok(txn.revision()?)).await

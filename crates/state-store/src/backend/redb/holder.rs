@@ -79,6 +79,14 @@ impl Holder {
     }
 }
 
+/// The process the note names as holding the database, and its role, if that process is
+/// alive.
+pub(super) fn recorded(db_path: &Path) -> Option<(u32, Option<String>)> {
+    let text = std::fs::read_to_string(note_path(db_path)).ok()?;
+    let note = serde_json::from_str::<HolderNote>(&text).ok()?;
+    alive(note.pid).then_some((note.pid, note.role))
+}
+
 /// Whether a process exists, where the system can tell (Linux's /proc); assumed so elsewhere.
 fn alive(pid: u32) -> bool {
     let proc = Path::new("/proc");

@@ -91,6 +91,12 @@ impl RedbBackend {
         Ok(backend)
     }
 
+    /// The live process that recorded itself as holding the database at `path`, with its role
+    /// ("owner", "standalone"), if it left a note.
+    pub fn holder(path: &Path) -> Option<(u32, Option<String>)> {
+        holder::recorded(path)
+    }
+
     /// A database that lives only in memory: for tests and benchmarks of the engine itself.
     pub fn in_memory() -> Result<RedbBackend, StorageError> {
         let db = redb::Builder::new().create_with_backend(redb::backends::InMemoryBackend::new()).map_err(storage)?;
