@@ -21,6 +21,14 @@ pub enum StorageError {
     /// retries these itself; callers see one only when every retry failed.
     #[error("storage is temporarily unavailable: {0}")]
     Retryable(String),
+    /// The disk holding the database has too little room left for this commit; nothing of it
+    /// was written. Reads go on; writes resume once space is freed.
+    #[error(
+        "the disk holding {} is full: {available} bytes free, and this write needs about {needed}; it was not applied. \
+         Writes resume once space is freed; reads go on",
+        path.display()
+    )]
+    Full { path: PathBuf, available: u64, needed: u64 },
 }
 
 /// Why a database could not be opened.

@@ -31,5 +31,11 @@ pub fn make_private(path: &Path) -> io::Result<bool> {
     Ok(true)
 }
 
+/// Bytes an unprivileged process may still write on the filesystem holding `dir`.
+pub fn free_space(dir: &Path) -> io::Result<u64> {
+    let stats = rustix::fs::statvfs(dir)?;
+    Ok(stats.f_bavail.saturating_mul(stats.f_frsize))
+}
+
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,7 @@
 
 mod auth;
 mod conformance;
+mod disk_full;
 mod hostile;
 mod lifecycle;
 mod mcp;

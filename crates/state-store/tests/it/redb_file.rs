@@ -63,3 +63,45 @@ async fn close_from_any_handle_releases_the_file() {
     drop(reopened);
     drop(engine);
 }
+
+#[tokio::test]
+async fn a_write_the_disk_refuses_costs_nothing_acknowledged_and_the_store_recovers_in_place() {
+    use state_store::backend::redb::faults::Faults;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.redb");
+    let faults = Arc::new(Faults::default());
+    let backend = RedbBackend::open_with_faults(&path, faults.clone()).unwrap();
+    let engine = Engine::new(Arc::new(backend), Arc::new(SystemClock), EngineConfig::default()).unwrap();
+    let get = |key: &str| state_core::ops::kv::GetRequest { key: key.into(), version: None, revision: None };
+    for n in 0..5 {
+        engine.set(crate::support::set_req(&format!("k{n}"), json!(n), None)).await.unwrap();
+    }
+
+    // The disk fills up under redb: the write fails, clearly, and is not applied.
+    faults.disk_full.store(true, std::sync::atomic::Ordering::SeqCst);
+    let refused = engine.set(crate::support::set_req("k5", json!(5), None)).await.unwrap_err();
+    assert!(matches!(refused, state_store::EngineError::Storage(state_store::StorageError::Io(_))), "{refused:?}");
+    assert!(faults.refused.load(std::sync::atomic::Ordering::SeqCst) > 0);
+    // Past the free-space check (another process filled the disk), redb itself met the full
+    // disk: until space returns, reads say so too.
+    let during = engine.get(get("k1")).await.unwrap_err().to_string();
+    assert!(during.contains("No space left on device"), "{during}");
+
+    // Space returns: the same process reopens the file and goes on, with every acknowledged
+    // write and without the refused one.
+    faults.disk_full.store(false, std::sync::atomic::Ordering::SeqCst);
+    for n in 0..5 {
+        let got = engine.get(get(&format!("k{n}"))).await.unwrap();
+        assert_eq!((got.value, got.version), (Some(json!(n)), 1));
+    }
+    assert_eq!(engine.get(get("k5")).await.unwrap().value, None, "the refused write was not applied");
+    let next = engine.set(crate::support::set_req("k5", json!("later"), None)).await.unwrap();
+    assert_eq!(next.revision, 6, "revisions go on from the last commit, without a gap");
+    engine.close().await;
+    let reopened = engine_at(&path);
+    assert_eq!(reopened.get(get("k5")).await.unwrap().value, Some(json!("later")));
+}
+
+fn engine_at(path: &std::path::Path) -> Engine {
+    engine(path)
+}

@@ -12,10 +12,14 @@
 //! - `meta`       name -> u64                        revision, compacted revision, format
 
 mod codec;
+#[cfg(feature = "conformance")]
+pub mod faults;
 mod holder;
 
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 
 use redb::{
     Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
@@ -46,10 +50,23 @@ const STORE_FORMAT: u64 = 1;
 const CACHE_BYTES: usize = 256 * 1024 * 1024;
 
 pub struct RedbBackend {
-    db: Database,
+    /// The open database; `None` while it is being reopened after a failed write.
+    db: RwLock<Option<Arc<Database>>>,
+    /// How to open it again (a file backend only).
+    reopen: Option<Reopen>,
+    /// A write failed in I/O: redb refuses every later operation until the database is
+    /// reopened (which also rolls back to the last commit, as after a crash).
+    failed: AtomicBool,
     path: Option<PathBuf>,
     _holder: Option<Holder>,
 }
+
+/// Opens the database file again, the same way as the first time.
+type Reopen = Box<dyn Fn() -> Result<Database, redb::DatabaseError> + Send + Sync>;
+
+/// Free space a commit leaves on the disk at least, beyond what it writes: room for redb's own
+/// pages and for the commit after it.
+const DISK_RESERVE_BYTES: u64 = 4 * 1024 * 1024;
 
 impl RedbBackend {
     /// Opens or creates the database file, creating parent directories as needed. Fails at
@@ -71,7 +88,17 @@ impl RedbBackend {
         if created.is_ok() && files::make_private(path).unwrap_or(false) {
             tracing::warn!(db = %path.display(), "the database was readable by other users; made it private (0600)");
         }
-        let db = redb::Builder::new().set_cache_size(CACHE_BYTES).create(path).map_err(|e| match e {
+        let opener = {
+            let path = path.to_owned();
+            move || redb::Builder::new().set_cache_size(CACHE_BYTES).create(&path)
+        };
+        RedbBackend::open_with(path, role, Box::new(opener))
+    }
+
+    /// Opens the database at `path` through `opener` (which tests use to put a fault-injecting
+    /// file under it), recording `role` in the holder note.
+    fn open_with(path: &Path, role: &str, opener: Reopen) -> Result<RedbBackend, OpenError> {
+        let db = opener().map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => {
                 let (holder, role) = Holder::describe(path);
                 OpenError::InUse { path: path.to_owned(), holder, role }
@@ -83,7 +110,13 @@ impl RedbBackend {
             other => OpenError::Storage { path: path.to_owned(), source: storage(other) },
         })?;
         let holder = Holder::record(path, role);
-        let backend = RedbBackend { db, path: Some(path.to_owned()), _holder: Some(holder) };
+        let backend = RedbBackend {
+            db: RwLock::new(Some(Arc::new(db))),
+            reopen: Some(opener),
+            failed: AtomicBool::new(false),
+            path: Some(path.to_owned()),
+            _holder: Some(holder),
+        };
         backend.initialize().map_err(|source| match source {
             StorageError::Corrupt(message) => OpenError::Incompatible { path: path.to_owned(), message },
             source => OpenError::Storage { path: path.to_owned(), source },
@@ -100,14 +133,81 @@ impl RedbBackend {
     /// A database that lives only in memory: for tests and benchmarks of the engine itself.
     pub fn in_memory() -> Result<RedbBackend, StorageError> {
         let db = redb::Builder::new().create_with_backend(redb::backends::InMemoryBackend::new()).map_err(storage)?;
-        let backend = RedbBackend { db, path: None, _holder: None };
+        let backend = RedbBackend {
+            db: RwLock::new(Some(Arc::new(db))),
+            reopen: None,
+            failed: AtomicBool::new(false),
+            path: None,
+            _holder: None,
+        };
         backend.initialize()?;
         Ok(backend)
     }
 
+    /// The database, reopened first if a write failed in I/O since it was last opened.
+    fn database(&self) -> Result<Arc<Database>, StorageError> {
+        if self.failed.load(Ordering::SeqCst) {
+            self.recover()?;
+        }
+        match self.db.read().ok().and_then(|db| db.clone()) {
+            Some(db) => Ok(db),
+            None => Err(StorageError::Io("the database is being reopened after a failed write; retry shortly".into())),
+        }
+    }
+
+    /// Reopens the database after a failed write: redb refuses everything until then, and a
+    /// reopen rolls back to the last commit, as after a crash.
+    fn recover(&self) -> Result<(), StorageError> {
+        let Some(reopen) = &self.reopen else {
+            return Err(StorageError::Io("a write failed and an in-memory database cannot be reopened".into()));
+        };
+        let mut slot =
+            self.db.write().map_err(|_| StorageError::Other("the database handle lock is poisoned".into()))?;
+        if !self.failed.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        drop(slot.take());
+        // One attempt per operation, never a wait: reads may run on an async worker. Until it
+        // succeeds (space is back, the old handle's last transaction ended), each operation
+        // says why it cannot run.
+        match reopen() {
+            Ok(db) => {
+                *slot = Some(Arc::new(db));
+                self.failed.store(false, Ordering::SeqCst);
+                tracing::warn!("reopened the database after a failed write; it holds everything committed before it");
+                Ok(())
+            }
+            Err(error) => {
+                Err(StorageError::Io(format!("the database could not be reopened after a failed write yet: {error}")))
+            }
+        }
+    }
+
+    /// Notes an error from redb: one of I/O means the handle must be reopened.
+    fn noted(&self, error: StorageError) -> StorageError {
+        if matches!(error, StorageError::Io(_)) {
+            self.failed.store(true, Ordering::SeqCst);
+        }
+        error
+    }
+
+    /// Refuses a commit of `written` bytes that would leave less than the reserve free on the
+    /// database's disk: redb must never meet a full disk, since a failed write stops it until
+    /// it is reopened. Reads are unaffected.
+    fn check_space(&self, written: u64) -> Result<(), StorageError> {
+        let Some(path) = &self.path else { return Ok(()) };
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        // Copy-on-write: the values, their history events, the pages above them, and a reserve.
+        let needed = written.saturating_mul(3).saturating_add(DISK_RESERVE_BYTES);
+        match crate::files::free_space(dir) {
+            Ok(available) if available < needed => Err(StorageError::Full { path: path.clone(), available, needed }),
+            _ => Ok(()),
+        }
+    }
+
     /// Creates every table so readers never meet a missing one, and checks the format.
     fn initialize(&self) -> Result<(), StorageError> {
-        let txn = self.db.begin_write().map_err(storage)?;
+        let txn = self.database()?.begin_write().map_err(storage)?;
         {
             txn.open_table(ENTRIES).map_err(storage)?;
             txn.open_table(RECORDS).map_err(storage)?;
@@ -148,11 +248,13 @@ impl Backend for RedbBackend {
     }
 
     fn begin_read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
-        Ok(Box::new(RedbRead(self.db.begin_read().map_err(storage)?)))
+        let txn = self.database()?.begin_read().map_err(|e| self.noted(storage(e)))?;
+        Ok(Box::new(RedbRead(txn)))
     }
 
     fn begin_write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
-        Ok(Box::new(RedbWrite { txn: self.db.begin_write().map_err(storage)?, next_seq: None }))
+        let txn = self.database()?.begin_write().map_err(|e| self.noted(storage(e)))?;
+        Ok(Box::new(RedbWrite { txn, next_seq: None, backend: self, written: 0 }))
     }
 
     fn size_on_disk(&self) -> Option<u64> {
@@ -173,6 +275,7 @@ fn table_for(key: &str) -> TableDefinition<'static, &'static str, &'static [u8]>
 fn storage(e: impl Into<redb::Error>) -> StorageError {
     match e.into() {
         redb::Error::Io(io) => StorageError::Io(io.to_string()),
+        redb::Error::PreviousIo => StorageError::Io("an earlier write failed; the database is being reopened".into()),
         redb::Error::Corrupted(what) => StorageError::Corrupt(what),
         other => StorageError::Other(other.to_string()),
     }
@@ -180,10 +283,13 @@ fn storage(e: impl Into<redb::Error>) -> StorageError {
 
 struct RedbRead(ReadTransaction);
 
-struct RedbWrite {
+struct RedbWrite<'a> {
     txn: WriteTransaction,
     /// Sequence number for the next event of the revision being appended.
     next_seq: Option<(u64, u32)>,
+    backend: &'a RedbBackend,
+    /// Bytes of entries and events written, for the free-space check at commit.
+    written: u64,
 }
 
 /// Read paths shared by read and write transactions: redb exposes the same `ReadableTable`
@@ -270,7 +376,7 @@ impl ReadTxn for RedbRead {
     read_methods!(0);
 }
 
-impl ReadTxn for RedbWrite {
+impl ReadTxn for RedbWrite<'_> {
     read_methods!(txn);
 }
 
@@ -414,11 +520,13 @@ fn flush(pending: &mut Vec<Event>, filter: &KeyFilter, visit: &mut dyn FnMut(Eve
     true
 }
 
-impl WriteTxn for RedbWrite {
+impl WriteTxn for RedbWrite<'_> {
     fn put(&mut self, entry: &Entry) -> Result<(), StorageError> {
         let mut entries = self.txn.open_table(table_for(&entry.key)).map_err(storage)?;
+        let encoded = codec::encode_entry(entry);
+        self.written += encoded.len() as u64;
         let old_expiry = entries
-            .insert(entry.key.as_str(), codec::encode_entry(entry).as_slice())
+            .insert(entry.key.as_str(), encoded.as_slice())
             .map_err(storage)?
             .map(|old| codec::decode_entry(&entry.key, old.value()))
             .transpose()?
@@ -452,10 +560,12 @@ impl WriteTxn for RedbWrite {
             _ => 0,
         };
         self.next_seq = Some((event.revision, seq + 1));
+        let encoded = codec::encode_event(event);
+        self.written += encoded.len() as u64;
         self.txn
             .open_table(EVENTS)
             .map_err(storage)?
-            .insert((event.revision, seq), codec::encode_event(event).as_slice())
+            .insert((event.revision, seq), encoded.as_slice())
             .map_err(storage)?;
         self.txn
             .open_table(KEY_EVENTS)
@@ -528,6 +638,9 @@ impl WriteTxn for RedbWrite {
     }
 
     fn commit(self: Box<Self>) -> Result<(), StorageError> {
-        self.txn.commit().map_err(storage)
+        // Dropping the transaction aborts it: nothing of a refused commit reaches the file.
+        self.backend.check_space(self.written)?;
+        let backend = self.backend;
+        self.txn.commit().map_err(|e| backend.noted(storage(e)))
     }
 }
