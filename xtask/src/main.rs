@@ -3,6 +3,7 @@
 //!   cargo xtask ci      format check, clippy with warnings denied, the whole test suite
 //!   cargo xtask dist    release builds of every binary, packed with SHA-256 checksums
 //!   cargo xtask bench   release benchmarks of the engine and the MCP server
+//!   cargo xtask fuzz    coverage-guided fuzzing of every fuzz target
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,6 +11,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 mod dist;
+mod fuzz;
 #[cfg(test)]
 mod tidy;
 
@@ -31,6 +33,7 @@ fn run_task() -> Result<()> {
         "ci" => ci(),
         "dist" => dist::dist(),
         "bench" => bench(rest),
+        "fuzz" => fuzz::fuzz(rest),
         "help" | "--help" | "-h" => {
             println!("{}", USAGE);
             Ok(())
@@ -42,10 +45,13 @@ fn run_task() -> Result<()> {
 const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
-  ci      cargo fmt --check, cargo clippy -D warnings, doctests, cargo nextest run (all tests)
+  ci      cargo fmt --check, cargo clippy -D warnings, doctests, 10 s of each fuzz target,
+          cargo nextest run (all tests)
   dist    release builds of every binary into dist/state-<version>-<target>.tar.gz + SHA256SUMS
   bench   release benchmarks (engine, MCP stdio, state-http with a pgbench reference);
-          extra arguments go to state-bench, e.g. `cargo xtask bench -- --seconds 5`";
+          extra arguments go to state-bench, e.g. `cargo xtask bench -- --seconds 5`
+  fuzz    coverage-guided fuzzing (libFuzzer) of every target, each for the time given:
+          --minutes N | --seconds N (default 1 minute each), --target NAME (repeatable)";
 
 /// The workspace root (xtask lives one level below it).
 pub(crate) fn root() -> PathBuf {
@@ -86,6 +92,9 @@ fn ci() -> Result<()> {
     let mut doc = cargo();
     doc.args(["test", "--workspace", "--doc", "--locked"]);
     run(doc)?;
+    // A short run of every fuzz target: instrumented builds stay working, and the seeds and
+    // past crashes pass under the fuzzer too (`cargo xtask fuzz --minutes N` for long runs).
+    fuzz::fuzz(&["--seconds".into(), "10".into()])?;
     let conformance = install_conformance_suite()?;
     let mut test = cargo();
     test.args(["nextest", "run", "--workspace", "--locked"]);
