@@ -34,6 +34,7 @@ fn run_task() -> Result<()> {
         "dist" => dist::dist(),
         "bench" => bench(rest),
         "fuzz" => fuzz::fuzz(rest),
+        "stress" => stress(rest),
         "help" | "--help" | "-h" => {
             println!("{}", USAGE);
             Ok(())
@@ -50,6 +51,8 @@ tasks:
   dist    release builds of every binary into dist/state-<version>-<target>.tar.gz + SHA256SUMS
   bench   release benchmarks (engine, MCP stdio, state-http with a pgbench reference);
           extra arguments go to state-bench, e.g. `cargo xtask bench -- --seconds 5`
+  stress  linearizability of many recorded histories (12 clients, the owner killed twice in
+          each): --seeds N (default 50), --ops N per client (default 60)
   fuzz    coverage-guided fuzzing (libFuzzer) of every target, each for the time given:
           --minutes N | --seconds N (default 1 minute each), --target NAME (repeatable)";
 
@@ -116,6 +119,27 @@ fn install_conformance_suite() -> Result<bool> {
     npm.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"]).current_dir(&dir);
     run(npm)?;
     Ok(true)
+}
+
+/// The linearizability test, on many seeds: `STATE_STRESS_SEEDS` and `STATE_STRESS_OPS` set
+/// how many histories and how long; CI runs the same test on two short ones.
+fn stress(args: &[String]) -> Result<()> {
+    let (mut seeds, mut ops) = ("50".to_owned(), "60".to_owned());
+    let mut args = args.iter().filter(|a| *a != "--");
+    while let Some(arg) = args.next() {
+        let value = args.next().with_context(|| format!("{arg} needs a value"))?;
+        match arg.as_str() {
+            "--seeds" => seeds = value.clone(),
+            "--ops" => ops = value.clone(),
+            other => bail!("unknown argument `{other}`; stress takes --seeds N and --ops N"),
+        }
+    }
+    let mut test = cargo();
+    test.args(["nextest", "run", "--locked", "--profile", "stress", "-p", "state-http", "--no-capture"])
+        .args(["-E", "test(/histories_of_twelve/)"])
+        .env("STATE_STRESS_SEEDS", seeds)
+        .env("STATE_STRESS_OPS", ops);
+    run(test)
 }
 
 fn bench(extra: &[String]) -> Result<()> {

@@ -10,6 +10,7 @@ mod conformance;
 mod disk_full;
 mod hostile;
 mod lifecycle;
+mod linearizable;
 mod mcp;
 mod openapi;
 mod postgres_tls;
