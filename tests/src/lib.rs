@@ -8,6 +8,7 @@
 
 mod http;
 mod mcp_client;
+pub mod soak;
 
 pub use http::{HttpClient, HttpResponse, HttpServer, SseEvent, SseStream, run_to_exit};
 pub use mcp_client::{McpClient, ProtocolEra, ToolResult, result_of, tool_result};

@@ -35,6 +35,7 @@ fn run_task() -> Result<()> {
         "bench" => bench(rest),
         "fuzz" => fuzz::fuzz(rest),
         "stress" => stress(rest),
+        "soak" => soak(rest),
         "help" | "--help" | "-h" => {
             println!("{}", USAGE);
             Ok(())
@@ -53,6 +54,8 @@ tasks:
           extra arguments go to state-bench, e.g. `cargo xtask bench -- --seconds 5`
   stress  linearizability of many recorded histories (12 clients, the owner killed twice in
           each): --seeds N (default 50), --ops N per client (default 60)
+  soak    mixed load on release builds (stdio and REST writers, watchers, leases, workflow
+          workers) sampling memory, files and threads: --minutes N (default 30)
   fuzz    coverage-guided fuzzing (libFuzzer) of every target, each for the time given:
           --minutes N | --seconds N (default 1 minute each), --target NAME (repeatable)";
 
@@ -140,6 +143,27 @@ fn stress(args: &[String]) -> Result<()> {
         .env("STATE_STRESS_SEEDS", seeds)
         .env("STATE_STRESS_OPS", ops);
     run(test)
+}
+
+/// A long soak on release builds; the samples go to target/soak.csv.
+fn soak(args: &[String]) -> Result<()> {
+    let mut minutes = "30".to_owned();
+    let mut args = args.iter().filter(|a| *a != "--");
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--minutes" => minutes = args.next().context("--minutes needs a value")?.clone(),
+            other => bail!("unknown argument `{other}`; soak takes --minutes N"),
+        }
+    }
+    let mut build = cargo();
+    build.args(["build", "--release", "--locked", "-p", "state-mcp", "-p", "state-http", "-p", "state-e2e"]);
+    run(build)?;
+    let release = root().join("target").join("release");
+    let mut soak = Command::new(release.join("state-soak"));
+    soak.arg("--server").arg(release.join("state-mcp"));
+    soak.arg("--http-server").arg(release.join("state-http"));
+    soak.args(["--minutes", &minutes, "--csv"]).arg(root().join("target").join("soak.csv"));
+    run(soak)
 }
 
 fn bench(extra: &[String]) -> Result<()> {

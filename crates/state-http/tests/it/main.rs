@@ -16,6 +16,7 @@ mod openapi;
 mod postgres_tls;
 mod replicas;
 mod routes;
+mod soak;
 mod watch;
 
 use std::path::{Path, PathBuf};
