@@ -69,12 +69,13 @@ impl SoakReport {
         let (middle, last) = (&self.samples[n / 3..2 * n / 3], &self.samples[2 * n / 3..]);
         let mut rises = Vec::new();
         type Pick = fn(&Sample) -> Usage;
+        type Field = fn(Usage) -> u64;
         let processes: [(&str, Pick); 3] =
             [("owner", |s| s.owner), ("state-http", |s| s.http), ("stdio servers", |s| s.stdio)];
         for (name, pick) in processes {
             let peak =
                 |samples: &[Sample], field: fn(Usage) -> u64| samples.iter().map(|s| field(pick(s))).max().unwrap_or(0);
-            let checks: [(&str, fn(Usage) -> u64, u64); 3] = [
+            let checks: [(&str, Field, u64); 3] = [
                 ("resident memory", |u| u.rss_bytes, 0),
                 ("open files", |u| u.open_files, 8),
                 ("threads", |u| u.threads, 4),
@@ -172,7 +173,7 @@ pub fn run(config: &SoakConfig) -> Result<SoakReport> {
                 i += 1;
                 let key = format!("soak/stdio{n}/{}", i % 500);
                 let mut args = json!({"key": key, "value": {"n": i, "pad": "x".repeat(200)}});
-                if i % 5 == 0 {
+                if i.is_multiple_of(5) {
                     args["ttl_seconds"] = json!(2);
                 }
                 let ok = client.call("state_set", args).is_ok_and(|r| !r.is_error);
