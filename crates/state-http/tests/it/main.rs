@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod auth;
+mod browser;
 mod conformance;
 mod disk_full;
 mod hostile;
