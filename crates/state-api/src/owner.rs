@@ -289,7 +289,7 @@ async fn serve_connection(stream: UnixStream, shared: &Shared) {
     let mut watches: std::collections::HashMap<u64, (tokio::task::AbortHandle, Arc<Credit>)> =
         std::collections::HashMap::new();
     loop {
-        match wire::read_line(&mut reader, &mut line, usize::MAX).await {
+        match wire::read_line(&mut reader, &mut line, wire::MAX_FRAME_BYTES).await {
             Ok(true) => {}
             Ok(false) => break,
             Err(error) => {

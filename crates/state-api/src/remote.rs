@@ -368,7 +368,7 @@ async fn read_replies(
     inner: Weak<Inner>,
 ) {
     let mut line = Vec::new();
-    while let Ok(true) = wire::read_line(&mut reader, &mut line, usize::MAX).await {
+    while let Ok(true) = wire::read_line(&mut reader, &mut line, wire::MAX_FRAME_BYTES).await {
         let Some(connection) = connection.upgrade() else { return };
         connection.heard();
         let Ok(frame) = serde_json::from_slice::<ReplyFrame>(&line) else {

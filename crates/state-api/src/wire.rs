@@ -24,6 +24,11 @@ pub const WIRE_VERSION: u32 = 2;
 /// The longest handshake frame read before deciding the peer is not a state owner.
 pub(crate) const MAX_HANDSHAKE_BYTES: usize = 64 * 1024;
 
+/// The longest call or reply frame either side reads: far above any real one (a value is at
+/// most what `--max-value-bytes` allows, a page of history 16 MiB of values), so a runaway
+/// peer is cut off instead of filling memory.
+pub(crate) const MAX_FRAME_BYTES: usize = 256 * 1024 * 1024;
+
 /// Engine-wide settings. The owner's apply to everyone; a joiner says what it asked for so
 /// a difference can be reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
