@@ -36,6 +36,10 @@ pub struct Limits {
     pub header_timeout: Duration,
     /// Time a connection may sit idle between requests before it is closed.
     pub idle_timeout: Duration,
+    /// Time a connection with a request in flight may go without a byte moving either way
+    /// (a client that stopped reading its answer) before it is closed. Longer than any wait a
+    /// request makes on purpose (a long poll waits at most 55 s).
+    pub stall_timeout: Duration,
     /// Time in-flight requests get to finish once stopping, before they are cut off.
     pub drain_timeout: Duration,
 }
@@ -86,7 +90,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: &Limits, shutd
             tokio::select! {
                 _ = &mut connection => {}
                 () = slot.closing.cancelled() => tracing::debug!(%peer, "closed an idle connection to make room"),
-                () = watch_idle(&slot, &limits) => tracing::debug!(%peer, "closed a connection that stayed idle"),
+                () = watch_idle(&slot, &limits) => tracing::debug!(%peer, "closed a connection that stayed idle or stalled"),
             }
             table.release(&slot);
         });
@@ -98,17 +102,20 @@ pub async fn serve(listener: TcpListener, router: Router, limits: &Limits, shutd
 }
 
 /// Completes when the connection has been idle too long: no request yet within the header
-/// timeout of opening, or none for the idle timeout since the last one ended.
+/// timeout of opening, none for the idle timeout since the last one ended, or, with a request
+/// in flight, no byte moving either way for the stall timeout (its client stopped reading).
 async fn watch_idle(slot: &Slot, limits: &Limits) {
     loop {
-        let allowed =
-            if slot.served.load(Ordering::Relaxed) == 0 { limits.header_timeout } else { limits.idle_timeout };
+        let allowed = match (slot.busy.load(Ordering::Relaxed), slot.served.load(Ordering::Relaxed)) {
+            (0, 0) => limits.header_timeout,
+            (0, _) => limits.idle_timeout,
+            _ => limits.stall_timeout,
+        };
         let since = Duration::from_millis(slot.clock.millis().saturating_sub(slot.last_active.load(Ordering::Relaxed)));
-        if slot.busy.load(Ordering::Relaxed) == 0 && since >= allowed {
+        if since >= allowed {
             return;
         }
-        let wait = if slot.busy.load(Ordering::Relaxed) > 0 { allowed } else { allowed - since };
-        tokio::time::sleep(wait.max(Duration::from_millis(10))).await;
+        tokio::time::sleep((allowed - since).max(Duration::from_millis(10))).await;
     }
 }
 

@@ -89,6 +89,11 @@ struct Cli {
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     idle_timeout: Duration,
 
+    /// Time a connection with a request in flight may go without a byte moving (its client
+    /// stopped reading) before it is closed; keep it above 55s, the longest long poll
+    #[arg(long, value_name = "DURATION", default_value = "75s", value_parser = parse_duration)]
+    stall_timeout: Duration,
+
     /// How often an idle watch stream (GET /v1/watch) gets a keep-alive comment
     #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
     keep_alive: Duration,
@@ -170,7 +175,7 @@ const EXAMPLES: &str = "Examples:
   state-http --listen 0.0.0.0:7478 --auth tokens.toml  serve the network, with tokens
   state-http --postgres postgres://state@db/state    one of several replicas sharing PostgreSQL
   claude mcp add --transport http state http://127.0.0.1:7478/mcp
-  curl -X PUT -d '{\"step\": 1}' http://127.0.0.1:7478/v1/kv/job/42";
+  curl -X PUT --json '{\"step\": 1}' http://127.0.0.1:7478/v1/kv/job/42";
 
 /// How long a joined server keeps trying to reach an owner before answering unavailable.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(20);
@@ -266,6 +271,7 @@ async fn serve(cli: Cli, tokens: Option<Arc<Tokens>>) -> anyhow::Result<()> {
         max_connections: cli.max_connections,
         header_timeout: cli.header_timeout,
         idle_timeout: cli.idle_timeout,
+        stall_timeout: cli.stall_timeout,
         drain_timeout: Duration::from_secs(10),
     };
     let auth = tokens.map_or_else(|| "none (loopback only)".to_owned(), |t| format!("{} token(s)", t.len()));

@@ -168,38 +168,12 @@ fn when_every_connection_is_busy_a_newcomer_gets_503_at_once() {
     }
 }
 
-/// Two tenants who may each write only their own prefix, and an admin.
-const TENANTS: &str = r#"
-[[token]]
-name = "team-a"
-secret = "team-a-secret-0123456789"
-prefixes = ["team-a/"]
-rights = ["write"]
-
-[[token]]
-name = "team-b"
-secret = "team-b-secret-0123456789"
-prefixes = ["team-b/"]
-rights = ["write"]
-
-[[token]]
-name = "admin"
-secret = "admin-secret-0123456789ab"
-prefixes = [""]
-rights = ["admin"]
-"#;
-
-fn serve_tenants(place: &Place) -> state_e2e::HttpServer {
-    std::fs::write(&place.tokens, TENANTS).unwrap();
-    place.serve_with_auth()
-}
-
 #[test]
 fn one_tenants_idempotency_keys_neither_block_nor_reveal_anothers() {
     let place = Place::new();
-    let server = serve_tenants(&place);
-    let a = server.client().with_token("team-a-secret-0123456789");
-    let b = server.client().with_token("team-b-secret-0123456789");
+    let server = place.serve_with_auth();
+    let a = server.client().with_token(crate::TEAM_A);
+    let b = server.client().with_token(crate::TEAM_B);
     let key = [("Idempotency-Key", "deploy-2026-11-26")];
     let put = |client: &state_e2e::HttpClient, path: &str, body: &[u8]| {
         client.request("PUT", path, &key, Some(body)).unwrap()
@@ -270,9 +244,9 @@ fn a_malformed_tokens_file_does_not_print_its_secret() {
 #[test]
 fn a_scoped_token_learns_nothing_of_other_tenants_or_of_the_store() {
     let place = Place::new();
-    let server = serve_tenants(&place);
-    let admin = server.client().with_token("admin-secret-0123456789ab");
-    let a = server.client().with_token("team-a-secret-0123456789");
+    let server = place.serve_with_auth();
+    let admin = server.client().with_token(crate::ADMIN);
+    let a = server.client().with_token(crate::TEAM_A);
     let run = expect(&admin.json("POST", "/v1/workflows", &json!({"name": "team-b/payroll-export"})).unwrap(), 200);
     let run_id = run["run_id"].as_str().unwrap();
     let refused = a.get(&format!("/v1/workflows/{run_id}")).unwrap();
@@ -398,4 +372,41 @@ fn a_session_flood_is_capped_per_token_and_in_total() {
         ("Mcp-Method", "server/discover"),
     ];
     assert_eq!(admin.request("POST", "/mcp", &headers, Some(discover.to_string().as_bytes())).unwrap().status, 200);
+}
+
+/// Sockets a process has open.
+fn open_files(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0)
+}
+
+#[test]
+fn watchers_that_stop_reading_a_busy_stream_are_cut_off() {
+    let place = Place::new();
+    let server = place.serve(&["--stall-timeout", "1s"]);
+    let http = server.client();
+    // Four watchers ask for every change with its value, then never read a byte.
+    let stalled: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut socket = TcpStream::connect(server.addr).unwrap();
+            write!(
+                socket,
+                "GET /v1/watch?prefix=big/ HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+            )
+            .unwrap();
+            socket
+        })
+        .collect();
+    expect(&http.get("/healthz").unwrap(), 200);
+    let with_them = open_files(server.pid());
+    // More than their socket buffers hold: their streams stop moving, and are cut off.
+    let value = format!("\"{}\"", "v".repeat(1_000_000));
+    for i in 0..17 {
+        expect(&http.request("PUT", &format!("/v1/kv/big/{i}"), &[], Some(value.as_bytes())).unwrap(), 200);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while open_files(server.pid()) + 4 > with_them {
+        assert!(Instant::now() < deadline, "watchers that stopped reading still hold their connections");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(stalled);
 }

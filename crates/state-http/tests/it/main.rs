@@ -39,14 +39,21 @@ pub(crate) fn state_mcp() -> PathBuf {
 pub(crate) const TEAM_A: &str = "team-a-secret-0123456789";
 pub(crate) const READER: &str = "reader-secret-0123456789";
 pub(crate) const ADMIN: &str = "admin-secret-0123456789ab";
+pub(crate) const TEAM_B: &str = "team-b-secret-0123456789";
 
-/// A tokens file: `team-a` reads and writes under team-a/, `reader` only reads there, `admin`
-/// does anything anywhere.
+/// A tokens file: `team-a` reads and writes under team-a/ (`team-b` under team-b/), `reader`
+/// only reads under team-a/, `admin` does anything anywhere.
 pub(crate) const TOKENS: &str = r#"
 [[token]]
 name = "team-a"
 secret = "team-a-secret-0123456789"
 prefixes = ["team-a/"]
+rights = ["read", "write"]
+
+[[token]]
+name = "team-b"
+secret = "team-b-secret-0123456789"
+prefixes = ["team-b/"]
 rights = ["read", "write"]
 
 [[token]]

@@ -50,7 +50,10 @@ struct Args {
     /// Keys in the store the inspector opens
     #[arg(long, default_value_t = 100_000)]
     tui_keys: usize,
-    /// Only run sections whose name contains this (engine, knowledge, mcp, http, replicas, tui)
+    /// Writes of 1 MB in the stalled-watcher section
+    #[arg(long, default_value_t = 1000)]
+    stalled_writes: usize,
+    /// Only run sections whose name contains this (engine, knowledge, mcp, http, stalled, replicas, tui)
     #[arg(long)]
     only: Option<String>,
 }
@@ -87,6 +90,12 @@ fn main() -> Result<()> {
         match &args.http_server {
             Some(server) => runtime.block_on(http::run(server, duration))?,
             None => println!("(HTTP sections skipped: pass --http-server PATH)\n"),
+        }
+    }
+    if wants("stalled") {
+        match &args.http_server {
+            Some(server) => watch::http_stalled_watcher(server, args.stalled_writes)?,
+            None => println!("(stalled watcher section skipped: pass --http-server PATH)\n"),
         }
     }
     if wants("replicas") {

@@ -240,3 +240,69 @@ pub(crate) fn mcp_wakeup(server: &Path, rounds: usize) -> Result<()> {
     stop_owner(owner);
     Ok(())
 }
+
+/// What a watcher that stops reading costs a server: the same writes of 1 MB values to two
+/// `state-http` servers, one with an SSE watcher that never reads; each server's resident
+/// memory is sampled throughout and the peaks compared.
+pub(crate) fn http_stalled_watcher(server: &Path, writes: usize) -> Result<()> {
+    use std::io::Write;
+    println!("## state-http: a watcher that stops reading, {writes} writes of 1 MB\n");
+    let value = format!("\"{}\"", "x".repeat(1_000_000));
+    let mut rows = Vec::new();
+    for stalled in [false, true] {
+        let dir = tempfile_dir::Dir::new()?;
+        let db = dir.path().join("bench.redb").to_string_lossy().into_owned();
+        let runtime = dir.path().join("run").to_string_lossy().into_owned();
+        let http = state_e2e::HttpServer::start(server, &["--db", &db], &[("STATE_RUNTIME_DIR", runtime.as_str())])?;
+        // A client that asks for the stream and then never reads a byte of it.
+        let _watcher = match stalled {
+            true => {
+                let mut socket = std::net::TcpStream::connect(http.addr)?;
+                write!(
+                    socket,
+                    "GET /v1/watch?prefix=big/ HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+                )?;
+                Some(socket)
+            }
+            false => None,
+        };
+        let pid = http.pid();
+        let start = state_e2e::soak::usage(pid).rss_bytes;
+        let stop = Arc::new(AtomicBool::new(false));
+        let sampler = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut peak = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    peak = peak.max(state_e2e::soak::usage(pid).rss_bytes);
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                peak
+            })
+        };
+        let client = http.client();
+        let started = Instant::now();
+        for i in 0..writes {
+            let response = client.request("PUT", &format!("/v1/kv/big/{}", i % 100), &[], Some(value.as_bytes()))?;
+            anyhow::ensure!(response.status == 200, "write {i}: {}", response.status);
+        }
+        let took = started.elapsed();
+        let end = state_e2e::soak::usage(pid).rss_bytes;
+        stop.store(true, Ordering::Relaxed);
+        let peak = sampler.join().map_err(|_| anyhow::anyhow!("the sampler panicked"))?;
+        rows.push((stalled, start, peak, end, took));
+    }
+    println!("| watcher | RSS before | peak RSS | RSS after | writes took |");
+    println!("|---|---:|---:|---:|---:|");
+    let mb = |b: u64| format!("{:.0} MB", b as f64 / 1e6);
+    for (stalled, start, peak, end, took) in &rows {
+        let who = if *stalled { "one that stopped reading" } else { "none" };
+        println!("| {who} | {} | {} | {} | {:.1} s |", mb(*start), mb(*peak), mb(*end), took.as_secs_f64());
+    }
+    let grow = |row: &(bool, u64, u64, u64, Duration)| row.2.saturating_sub(row.1) as i64;
+    println!(
+        "\nWhat the stalled watcher cost at the peak: {:.1} MB (its budget: --watch-buffer-bytes, 64 MiB).\n",
+        (grow(&rows[1]) - grow(&rows[0])) as f64 / 1e6
+    );
+    Ok(())
+}
