@@ -108,6 +108,8 @@ fn fuzz_one(dir: &Path, target_dir: &Path, target: &str, each: Duration) -> Resu
     let binary = target_dir.join("release").join(target);
     let work = target_dir.join("corpus").join(target);
     let artifacts = target_dir.join("artifacts").join(target);
+    // Crashes of an earlier run are in the regressions already (or were dismissed).
+    let _ = std::fs::remove_dir_all(&artifacts);
     for made in [&work, &artifacts] {
         std::fs::create_dir_all(made).with_context(|| format!("cannot create {}", made.display()))?;
     }

@@ -43,18 +43,15 @@ pub(super) fn deliver(pending: &mut Pending, frame: ReplyFrame, bytes: usize) ->
     let stream = pending.streams.get(&id)?;
     let end = frame.end;
     let queued = stream.queued.load(Ordering::SeqCst);
-    let unwanted = if queued > 0 && queued + bytes > stream.budget && !end {
+    let unwanted = if queued > 0 && queued.saturating_add(bytes) > stream.budget && !end {
         stream.overflowed.store(true, Ordering::SeqCst);
         Some(id)
     } else {
+        // Counted before it is sent: the consumer may take it (and subtract it) at once.
+        stream.queued.fetch_add(bytes, Ordering::SeqCst);
         match stream.frames.send((frame, bytes)) {
-            Ok(()) => {
-                stream.queued.fetch_add(bytes, Ordering::SeqCst);
-                if !end {
-                    return None;
-                }
-                None
-            }
+            Ok(()) if !end => return None,
+            Ok(()) => None,
             // The consumer is gone.
             Err(_) => Some(id),
         }

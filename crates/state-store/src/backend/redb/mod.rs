@@ -183,6 +183,22 @@ impl RedbBackend {
         }
     }
 
+    /// Begins a transaction; when redb refuses because an earlier write failed in I/O (the
+    /// failure may have surfaced inside a transaction, where it was not noted), reopens the
+    /// database and tries once more, so the first operation after space returns succeeds.
+    fn retrying<T>(&self, begin: impl Fn(&Database) -> Result<T, StorageError>) -> Result<T, StorageError> {
+        match begin(self.database()?.as_ref()) {
+            Ok(txn) => Ok(txn),
+            Err(error) => {
+                let error = self.noted(error);
+                if !self.failed.load(Ordering::SeqCst) {
+                    return Err(error);
+                }
+                begin(self.database()?.as_ref()).map_err(|e| self.noted(e))
+            }
+        }
+    }
+
     /// Notes an error from redb: one of I/O means the handle must be reopened.
     fn noted(&self, error: StorageError) -> StorageError {
         if matches!(error, StorageError::Io(_)) {
@@ -248,12 +264,12 @@ impl Backend for RedbBackend {
     }
 
     fn begin_read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
-        let txn = self.database()?.begin_read().map_err(|e| self.noted(storage(e)))?;
+        let txn = self.retrying(|db| db.begin_read().map_err(storage))?;
         Ok(Box::new(RedbRead(txn)))
     }
 
     fn begin_write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
-        let txn = self.database()?.begin_write().map_err(|e| self.noted(storage(e)))?;
+        let txn = self.retrying(|db| db.begin_write().map_err(storage))?;
         Ok(Box::new(RedbWrite { txn, next_seq: None, backend: self, written: 0 }))
     }
 
