@@ -186,25 +186,30 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
     }
 }
 
-/// `message` with every double-quoted string replaced by `"…"`: serde names a wrong value by
-/// quoting it, and that value can be a secret.
+/// `message` with every double-quoted string replaced by `"…"`, and every backquoted one too
+/// unless it is a word of the file's own format: serde names a wrong value by quoting it, and
+/// that value can be a secret pasted in the wrong place.
 fn redact_strings(message: &str) -> String {
+    const WORDS: [&str; 9] = ["token", "name", "secret", "secret_sha256", "prefixes", "rights", "read", "write", "admin"];
     let mut out = String::with_capacity(message.len());
-    let mut quoted = false;
-    for c in message.chars() {
-        match (c, quoted) {
-            ('"', false) => {
-                quoted = true;
-                out.push_str("\"…");
-            }
-            ('"', true) => {
-                quoted = false;
-                out.push('"');
-            }
-            (_, true) => {}
-            (c, false) => out.push(c),
-        }
+    let mut rest = message;
+    while let Some(start) = rest.find(['"', '`']) {
+        let quote = rest.as_bytes()[start] as char;
+        out.push_str(&rest[..start]);
+        let inner = &rest[start + 1..];
+        let Some(end) = inner.find(quote) else {
+            out.push(quote);
+            out.push('…');
+            return out;
+        };
+        let text = &inner[..end];
+        let shown = if quote == '`' && WORDS.contains(&text) { text } else { "…" };
+        out.push(quote);
+        out.push_str(shown);
+        out.push(quote);
+        rest = &inner[end + 1..];
     }
+    out.push_str(rest);
     out
 }
 

@@ -122,10 +122,15 @@ fn a_malformed_tokens_file_never_echoes_a_secret() {
         format!("[[token]]\nname = \"a\"\nsecrt = \"{SECRET}\"\nprefixes = [\"\"]\nrights = [\"read\"]\n"),
         format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\" garbage\n"),
         format!("{SECRET}\n"),
+        // Pasted into the wrong field: serde names the wrong value in backquotes.
+        format!("[[token]]\nname = \"a\"\nsecret = \"x-0123456789abcdef\"\nprefixes = [\"\"]\nrights = [\"{SECRET}\"]\n"),
     ];
     for text in &malformed {
         let error = Tokens::parse(text).map(|_| ()).unwrap_err();
         assert!(!error.contains("hunter2"), "the error quotes the secret: {error}");
         assert!(error.starts_with("line "), "the error says where: {error}");
     }
+    // What the file's own words are still named, so a typo is easy to find.
+    let typo = Tokens::parse("[[token]]\nname = \"a\"\nsecrt = \"x\"\n").map(|_| ()).unwrap_err();
+    assert!(typo.contains("`secret`") && typo.contains("`prefixes`"), "{typo}");
 }

@@ -187,14 +187,20 @@ impl RedbBackend {
     /// failure may have surfaced inside a transaction, where it was not noted), reopens the
     /// database and tries once more, so the first operation after space returns succeeds.
     fn retrying<T>(&self, begin: impl Fn(&Database) -> Result<T, StorageError>) -> Result<T, StorageError> {
-        match begin(self.database()?.as_ref()) {
+        // The first handle must be gone before a reopen: it holds the file's lock.
+        let first = {
+            let db = self.database()?;
+            begin(&db)
+        };
+        match first {
             Ok(txn) => Ok(txn),
             Err(error) => {
                 let error = self.noted(error);
                 if !self.failed.load(Ordering::SeqCst) {
                     return Err(error);
                 }
-                begin(self.database()?.as_ref()).map_err(|e| self.noted(e))
+                let db = self.database()?;
+                begin(&db).map_err(|e| self.noted(e))
             }
         }
     }
