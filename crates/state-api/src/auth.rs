@@ -190,7 +190,8 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
 /// unless it is a word of the file's own format: serde names a wrong value by quoting it, and
 /// that value can be a secret pasted in the wrong place.
 fn redact_strings(message: &str) -> String {
-    const WORDS: [&str; 9] = ["token", "name", "secret", "secret_sha256", "prefixes", "rights", "read", "write", "admin"];
+    const WORDS: [&str; 9] =
+        ["token", "name", "secret", "secret_sha256", "prefixes", "rights", "read", "write", "admin"];
     let mut out = String::with_capacity(message.len());
     let mut rest = message;
     while let Some(start) = rest.find(['"', '`']) {

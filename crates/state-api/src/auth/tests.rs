@@ -123,7 +123,9 @@ fn a_malformed_tokens_file_never_echoes_a_secret() {
         format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\" garbage\n"),
         format!("{SECRET}\n"),
         // Pasted into the wrong field: serde names the wrong value in backquotes.
-        format!("[[token]]\nname = \"a\"\nsecret = \"x-0123456789abcdef\"\nprefixes = [\"\"]\nrights = [\"{SECRET}\"]\n"),
+        format!(
+            "[[token]]\nname = \"a\"\nsecret = \"x-0123456789abcdef\"\nprefixes = [\"\"]\nrights = [\"{SECRET}\"]\n"
+        ),
     ];
     for text in &malformed {
         let error = Tokens::parse(text).map(|_| ()).unwrap_err();
