@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use state_core::catalog::{Operation, Profile};
+use state_core::catalog::Operation;
 use state_core::ops::history::{HistoryKind, HistoryRequest};
 use state_core::ops::kv::{BatchGetRequest, DeleteRequest, GetRequest, ListRequest, SetRequest};
 use state_core::ops::lease::{AcquireRequest, LeaseGetRequest, LeaseListRequest, ReleaseRequest, RenewRequest};
@@ -257,12 +257,11 @@ pub(crate) fn needs(op: Operation, args: &Value) -> Vec<Need> {
     }
     let run = |right| args.get("run_id").and_then(Value::as_str).map(|r| vec![Need::Run(r.into(), right)]);
     let fenced = |lease: &Option<String>| lease.iter().map(|l| Need::Id(l.clone(), Read)).collect::<Vec<_>>();
-    if op.spec().profile != Profile::Native {
-        // The replaced servers' argument shapes have no prefixes to check: only a token over
-        // the whole store may use them.
-        let right = if op.is_mutating() { Write } else { Read };
-        return vec![Need::Prefix(String::new(), right)];
-    }
+    // The replaced servers' argument shapes have no prefixes to check: only a token over the
+    // whole store may use them.
+    let whole_store = || Some(vec![Need::Prefix(String::new(), if op.is_mutating() { Write } else { Read })]);
+    // Every operation is named here, so a new one does not compile until its needs are
+    // decided: a forgotten operation must never mean "needs nothing".
     match op {
         StateGet => parse::<GetRequest>(args).map(|r| vec![Need::Id(r.key, Read)]),
         StateSet => parse::<SetRequest>(args).map(|r| [vec![Need::Id(r.key, Write)], fenced(&r.lease)].concat()),
@@ -314,7 +313,44 @@ pub(crate) fn needs(op: Operation, args: &Value) -> Vec<Need> {
         // A dump holds every record; an import may write any, the store's own included.
         StoreExport => Some(vec![Need::Prefix(String::new(), Read)]),
         StoreImport => Some(vec![Need::Prefix(String::new(), Admin)]),
-        _ => None,
+        // A wipe in the replaced server's shape is a wipe: the same right as ours.
+        SidecarReset => Some(vec![Need::Prefix(String::new(), Admin)]),
+        AgentCheckpointGetState
+        | AgentCheckpointSetState
+        | AgentCheckpointForceSetState
+        | AgentCheckpointListState
+        | AgentCheckpointDeleteState
+        | SidecarStateSet
+        | SidecarStateGet
+        | SidecarStateDelete
+        | SidecarStateList
+        | SidecarWorkflowCreate
+        | SidecarWorkflowDiscover
+        | SidecarWorkflowClaim
+        | SidecarWorkflowCheckpoint
+        | SidecarWorkflowResume
+        | SidecarWorkflowStatus
+        | SidecarWorkflowList
+        | SidecarLeaseAcquire
+        | SidecarLeaseRelease
+        | SidecarLeaseRenew
+        | SidecarHealth
+        | SidecarSessionSave
+        | SidecarSessionRestore
+        | SidecarHistoryLog
+        | CaxtonStore
+        | CaxtonRetrieve
+        | CaxtonDelete
+        | CaxtonList
+        | CaxtonExists
+        | CaxtonBatchStore
+        | CaxtonBatchRetrieve
+        | SageSaveCheckpoint
+        | SageListCheckpoints
+        | SageLoadCheckpoint
+        | SageSaveKnowledge
+        | SageRecallKnowledge
+        | GoldfishCheckpoint => whole_store(),
     }
     .unwrap_or_default()
 }

@@ -136,3 +136,15 @@ fn a_malformed_tokens_file_never_echoes_a_secret() {
     let typo = Tokens::parse("[[token]]\nname = \"a\"\nsecrt = \"x\"\n").map(|_| ()).unwrap_err();
     assert!(typo.contains("`secret`") && typo.contains("`prefixes`"), "{typo}");
 }
+
+#[test]
+fn a_wipe_in_a_replaced_servers_shape_needs_admin_like_ours() {
+    // A write token over the whole store may write, not wipe: sidecar_reset is state_reset.
+    let file = "[[token]]\nname = \"writer\"\nsecret = \"writer-secret-0123456789\"\nprefixes = [\"\"]\nrights = [\"read\", \"write\"]\n";
+    let writer = Tokens::parse(file).unwrap().authenticate("writer-secret-0123456789").cloned().unwrap();
+    for op in [Operation::StateReset, Operation::SidecarReset] {
+        let refused = needs(op, &json!({})).iter().any(|need| check(&writer, op, need, None).is_err());
+        assert!(refused, "{} with a write token", op.id());
+    }
+    assert!(allowed("root-secret-0123456789ab", Operation::SidecarReset, json!({})));
+}
