@@ -10,6 +10,7 @@
 
 mod docs;
 mod legacy_json;
+mod lines;
 mod prompts;
 mod render;
 mod resources;
@@ -38,7 +39,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let running = match server.serve((reader, writer)).await {
+    let running = match server.serve(lines::LineTransport::new(reader, writer)).await {
         Ok(running) => running,
         // The client went away before saying anything (or a person pressed Ctrl-D at the
         // prompt): nothing was started, so that is a normal end, not a failure.

@@ -56,25 +56,36 @@ fn invalid_arguments_are_explained_and_change_nothing() {
 #[test]
 fn protocol_garbage_is_survived() {
     let mut s = TestServer::start(&[]);
-    // Not JSON at all: ignored (there is no id to answer).
+    let wait = std::time::Duration::from_secs(10);
+    // Not JSON at all: a parse error, with a null id (there is none to answer).
     s.client.send_raw("{this is not json").unwrap();
+    let parse_error = s.client.next_message(wait).unwrap();
+    assert_eq!(
+        (parse_error["error"]["code"].as_i64(), &parse_error["id"]),
+        (Some(-32700), &json!(null)),
+        "{parse_error}"
+    );
+    // Blank lines are not messages.
     s.client.send_raw("").unwrap();
     // JSON, but not a JSON-RPC message: an Invalid Request error.
     s.client.send_raw(r#"{"hello": "world"}"#).unwrap();
-    let invalid = s.client.next_message(std::time::Duration::from_secs(10)).unwrap();
+    let invalid = s.client.next_message(wait).unwrap();
     assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
+    s.client.send_raw("[1, 2]").unwrap();
+    assert_eq!(s.client.next_message(wait).unwrap()["error"]["code"], -32600, "batches are gone from MCP");
     // A tools/call without params, and an unknown method.
     let no_params = s.client.request("tools/call", json!(null)).unwrap();
-    assert!(no_params["error"]["code"].is_i64(), "{no_params}");
+    assert_eq!(no_params["error"]["code"], -32602, "{no_params}");
     let unknown_method = s.client.request("state/explode", json!({})).unwrap();
     assert_eq!(unknown_method["error"]["code"], -32601, "{unknown_method}");
     // An unknown tool is a protocol error naming the tools that exist.
     let unknown_tool = s.client.request("tools/call", json!({"name": "state_put", "arguments": {}})).unwrap();
     assert_eq!(unknown_tool["error"]["code"], -32602);
     assert!(unknown_tool["error"]["message"].as_str().unwrap().contains("state_set"), "{unknown_tool}");
-    // Arguments that are not an object.
+    // Arguments that are not an object: invalid params, answered to this request's id.
     let not_object = s.client.request("tools/call", json!({"name": "state_get", "arguments": [1, 2]})).unwrap();
-    assert!(not_object.get("error").is_some() || not_object["result"]["isError"] == true, "{not_object}");
+    assert_eq!(not_object["error"]["code"], -32602, "{not_object}");
+    assert!(not_object["error"]["message"].as_str().unwrap().contains("tools/call"), "{not_object}");
 
     // Still serving, with nothing written.
     let set = s.client.call("state_set", json!({"key": "alive", "value": true})).unwrap();
