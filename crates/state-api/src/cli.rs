@@ -148,20 +148,26 @@ pub struct OwnerArgs {
 /// Which tools a client is served.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ToolArgs {
-    /// Also expose the tools of a server this one replaces, with its names and result shapes
+    /// Serve the tools of a server this one replaces, with its names and result shapes, instead
+    /// of ours (add `--tools default` or groups to serve ours beside them)
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PROFILE")]
     pub compat: Vec<ProfileArg>,
 
-    /// Expose these tool groups (default: kv, lease, workflow, session, admin, watch, plus the
-    /// groups of --compat profiles); `all` adds checkpoint and knowledge
+    /// Which of our tools to serve. `default`: a short list (state_get, state_set,
+    /// state_delete, state_list, state_txn, state_watch) and state_tools, which lists the other groups and enables them
+    /// for the session; every operation stays callable. Groups named alone are served and
+    /// listed in full, and nothing else; `all` is every group; `none` (or "") serves none of
+    /// ours (with --compat: only the replaced server's tools)
     #[arg(long, value_enum, value_delimiter = ',', value_name = "GROUPS", env = "STATE_TOOLS")]
     pub tools: Vec<GroupArg>,
 }
 
 impl ToolArgs {
     pub fn options(&self) -> Options {
+        let profiles = self.compat.iter().map(|p| Profile::from(*p));
         let groups = self.tools.iter().flat_map(|g| g.groups());
-        Options::new(self.compat.iter().map(|p| Profile::from(*p)), groups)
+        let default = self.tools.contains(&GroupArg::Default) || (self.tools.is_empty() && self.compat.is_empty());
+        if default { Options::discovering(profiles, groups) } else { Options::only(profiles, groups) }
     }
 }
 
@@ -215,15 +221,23 @@ pub enum GroupArg {
     Knowledge,
     /// Export and import of every record (what statectl export/import use).
     Transfer,
-    /// Every group.
+    /// Every group, listed in full.
     All,
+    /// The short list with state_tools to discover the rest (what no --tools means).
+    Default,
+    /// None of ours.
+    #[value(alias = "")]
+    None,
 }
 
 impl GroupArg {
-    /// The groups this choice stands for: `all`, or the catalog's group of the same name.
+    /// The groups this choice lists in full: `all`, the catalog's group of the same name, or
+    /// none (`default`, `none`).
     pub fn groups(self) -> Vec<ToolGroup> {
-        if self == GroupArg::All {
-            return ToolGroup::ALL.to_vec();
+        match self {
+            GroupArg::All => return ToolGroup::ALL.to_vec(),
+            GroupArg::Default | GroupArg::None => return Vec::new(),
+            _ => {}
         }
         let name = clap::ValueEnum::to_possible_value(&self);
         name.and_then(|n| ToolGroup::from_name(n.get_name())).into_iter().collect()

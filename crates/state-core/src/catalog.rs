@@ -219,6 +219,21 @@ impl ToolGroup {
             ToolGroup::Transfer => "transfer",
         }
     }
+
+    /// What the group is for, in a few words a model chooses by.
+    pub fn summary(self) -> &'static str {
+        match self {
+            ToolGroup::Kv => "keys: get, set, delete, list, batch get, transactions, history",
+            ToolGroup::Lease => "exclusive leases with fencing tokens",
+            ToolGroup::Workflow => "runs that workers claim, checkpoint, resume and finish",
+            ToolGroup::Session => "versioned context snapshots",
+            ToolGroup::Admin => "store health, wipe",
+            ToolGroup::Watch => "wait for changes instead of polling",
+            ToolGroup::Checkpoint => "save where work stands; restore, search, timeline",
+            ToolGroup::Knowledge => "notes recalled by relevance within a token budget",
+            ToolGroup::Transfer => "export and import every record",
+        }
+    }
 }
 
 /// What an operation does to the store, for clients deciding whether to ask before calling it.
@@ -296,23 +311,6 @@ impl Operation {
     /// Whether it changes the store (and so takes a `request_id`).
     pub fn is_mutating(self) -> bool {
         self.spec().effect != Effect::ReadOnly
-    }
-
-    /// The tools a server exposes for these profiles and groups, in catalog order (stable,
-    /// as MCP list results must be). A compatibility profile's tool replaces a native tool of
-    /// the same name.
-    pub fn exposed(profiles: &[Profile], groups: &[ToolGroup]) -> Vec<Operation> {
-        let chosen: Vec<Operation> = Operation::all()
-            .filter(|op| profiles.contains(&op.spec().profile) && groups.contains(&op.spec().group))
-            .collect();
-        chosen
-            .iter()
-            .copied()
-            .filter(|op| {
-                op.spec().profile != Profile::Native
-                    || !chosen.iter().any(|other| other.spec().profile != Profile::Native && other.name() == op.name())
-            })
-            .collect()
     }
 }
 
@@ -1107,7 +1105,7 @@ fn object_schema<T: JsonSchema>(settings: SchemaSettings, direction: Direction) 
     for noise in ["$schema", "title", "description"] {
         object.remove(noise);
     }
-    compact(&mut object, direction);
+    compact(&mut object, direction, false);
     object
 }
 
@@ -1116,13 +1114,15 @@ fn object_schema<T: JsonSchema>(settings: SchemaSettings, direction: Direction) 
 /// or produce:
 /// - Rust type names in `format` (`uint64`, `double`) are not JSON Schema formats: dropped.
 /// - Optional fields are simply absent when unset: `["integer", "null"]` becomes `"integer"`,
-///   and `anyOf: [X, {"type": "null"}]` becomes X.
+///   and `anyOf: [X, {"type": "null"}]` becomes X. Except in a result's required fields: those
+///   are always present and may be `null` (a replaced server's shapes print `null`), and a
+///   client validating the result against the schema must accept that.
 /// - An enum documented per variant (a `oneOf` of string constants) becomes one `enum` with
 ///   the variants' notes folded into its description.
 /// - Outputs are ours: their `minimum: 0` tells a reader nothing, and their field notes repeat
 ///   what the tool descriptions and the guides say (a model reads a result by its field
 ///   names); only their structure is kept. Input notes stay: they guide the call.
-fn compact(object: &mut JsonObject, direction: Direction) {
+fn compact(object: &mut JsonObject, direction: Direction, may_be_null: bool) {
     // The 2025-11-25 protocol schema wants every property's schema to be an object: "any
     // value" is written `{}` rather than `true` (the same meaning).
     if let Some(Value::Object(properties)) = object.get_mut("properties") {
@@ -1141,13 +1141,17 @@ fn compact(object: &mut JsonObject, direction: Direction) {
     if direction == Direction::Output && object.get("minimum") == Some(&Value::from(0)) {
         object.remove("minimum");
     }
-    if let Some(Value::Array(types)) = object.get("type") {
+    if let Some(Value::Array(types)) = object.get("type")
+        && !may_be_null
+    {
         let real: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
         if real.len() == 1 {
             object.insert("type".into(), real[0].clone());
         }
     }
-    if let Some(Value::Array(options)) = object.get("anyOf") {
+    if let Some(Value::Array(options)) = object.get("anyOf")
+        && !may_be_null
+    {
         let real: Vec<&Value> = options.iter().filter(|o| o.get("type") != Some(&Value::from("null"))).collect();
         if let [Value::Object(only)] = real.as_slice() {
             let only = only.clone();
@@ -1161,12 +1165,24 @@ fn compact(object: &mut JsonObject, direction: Direction) {
     if direction == Direction::Output {
         object.remove("description");
     }
-    for value in object.values_mut() {
+    let required: Vec<String> = match object.get("required") {
+        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        _ => Vec::new(),
+    };
+    for (key, value) in object.iter_mut() {
         match value {
-            Value::Object(inner) => compact(inner, direction),
+            Value::Object(properties) if key == "properties" => {
+                for (name, property) in properties.iter_mut() {
+                    if let Value::Object(property) = property {
+                        let may_be_null = direction == Direction::Output && required.contains(name);
+                        compact(property, direction, may_be_null);
+                    }
+                }
+            }
+            Value::Object(inner) => compact(inner, direction, false),
             Value::Array(items) => {
                 for item in items.iter_mut().filter_map(Value::as_object_mut) {
-                    compact(item, direction);
+                    compact(item, direction, false);
                 }
             }
             _ => {}

@@ -52,6 +52,8 @@ pub(crate) struct Service {
     pub(crate) keep_alive: Duration,
     /// Which hosts and browser origins are answered.
     pub(crate) browser: Arc<BrowserPolicy>,
+    /// Which operations are served (`--tools`, `--compat`): REST and `/mcp` alike.
+    pub(crate) selection: Arc<state_api::Options>,
 }
 
 /// How the application behaves.
@@ -80,6 +82,7 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
         shutdown: shutdown.clone(),
         keep_alive: config.keep_alive,
         browser: Arc::new(config.browser.clone()),
+        selection: Arc::new(config.mcp.options.clone()),
     };
     let rest = rest::router()
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
@@ -88,7 +91,7 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
         ))
         .layer(DefaultBodyLimit::max(config.max_body_bytes));
     // The document depends only on the catalog: generate its schemas once, not per request.
-    let document = Arc::new(openapi::document());
+    let document = Arc::new(openapi::document(&config.mcp.options));
     let app = Router::new()
         .merge(rest)
         .merge(rest::watch::router())

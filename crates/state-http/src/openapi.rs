@@ -7,18 +7,21 @@ use state_core::catalog::Operation;
 
 use crate::rest::routes::{Body, Flavor, Route, routes};
 
-pub(crate) fn document() -> Value {
+/// The routes `selection` serves (`--tools`, `--compat`).
+pub(crate) fn document(selection: &state_api::Options) -> Value {
     let mut components = Map::new();
     components.insert("Problem".into(), problem_schema());
     components.insert("Reply".into(), reply_schema());
     let mut paths = Map::new();
-    for route in routes() {
+    for route in routes().into_iter().filter(|route| selection.covers(route.op)) {
         let operation = operation(&route, &mut components);
         let item = paths.entry(route.openapi_path()).or_insert_with(|| json!({}));
         item[route.method.as_str().to_ascii_lowercase()] = operation;
     }
     paths.insert("/v1/call/{profile}/{name}".into(), json!({"post": seam_operation()}));
-    paths.insert("/v1/watch".into(), json!({"get": watch_operation()}));
+    if selection.covers(Operation::StateWatch) {
+        paths.insert("/v1/watch".into(), json!({"get": watch_operation()}));
+    }
     paths.insert("/healthz".into(), json!({"get": {
         "operationId": "healthz", "summary": "Liveness and readiness for probes", "security": [],
         "responses": {"200": {"description": "the store answers"}, "503": problem_response("the store does not answer")}

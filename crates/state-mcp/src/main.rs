@@ -122,9 +122,11 @@ async fn serve(cli: Cli) -> anyhow::Result<()> {
         Api::local(local)
     } else {
         let client = format!("state-mcp {}", env!("CARGO_PKG_VERSION"));
+        // The owner serves this process every operation: its resources read records whatever
+        // tools it lists, and which tools a client may call is decided here (`StateServer`).
         let config = cli
             .store
-            .join_config(&db, options.clone(), client, SETTLE_TIMEOUT)
+            .join_config(&db, state_api::Options::everything(), client, SETTLE_TIMEOUT)
             .context("cannot find this program to start an owner with")?;
         let (api, joined) = Api::join(config).await?;
         joined.report(&db, cli.store.engine.settings());

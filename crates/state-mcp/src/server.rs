@@ -5,24 +5,27 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse, Implementation,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceUpdatedNotificationParam,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+    Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use state_api::auth::Principal;
 use state_api::{Api, Options};
+use state_core::catalog::{Operation, ToolGroup};
 
 use crate::resources::{self, Target};
 use crate::subscriptions::{self, Subscriptions};
-use crate::tools::ToolSet;
+use crate::tools::{self, Enabled, ToolSet};
 use crate::{prompts, render};
 
-/// Tool, prompt and template lists never change while a server runs, so clients may cache
-/// them. The resource list holds the store's keys, which change at any time.
+/// Prompt and template lists never change while a server runs, nor does a tool list until its
+/// session enables a group, so clients may cache them. The resource list holds the store's
+/// keys, which change at any time.
 const LIST_TTL_MS: u64 = 3_600_000;
 
 #[derive(Clone)]
@@ -32,6 +35,8 @@ pub struct StateServer {
     options: Arc<Options>,
     /// This session's `resources/subscribe` subscriptions.
     subscriptions: Arc<Subscriptions>,
+    /// Tool groups this session enabled with `state_tools`.
+    enabled: Arc<Enabled>,
     instructions: Arc<str>,
 }
 
@@ -41,18 +46,104 @@ impl StateServer {
     pub fn new(api: Api, options: Options) -> StateServer {
         let tools = Arc::new(ToolSet::new(&options));
         let mut instructions = INSTRUCTIONS.to_owned();
+        if tools.discovers() {
+            instructions.push_str(DISCOVER_INSTRUCTIONS);
+        }
         if !prompts::list(&tools).is_empty() {
             instructions.push_str(TEXT_INSTRUCTIONS);
         }
         let instructions = instructions.into();
-        StateServer { api, tools, options: Arc::new(options), subscriptions: Arc::default(), instructions }
+        StateServer {
+            api,
+            tools,
+            options: Arc::new(options),
+            subscriptions: Arc::default(),
+            enabled: Arc::default(),
+            instructions,
+        }
     }
 
     /// The handler for one more session: the same tools, its own subscriptions (which stop
-    /// when the session's handler is dropped).
+    /// when the session's handler is dropped) and enabled groups.
     pub fn for_session(&self) -> StateServer {
-        StateServer { subscriptions: Arc::default(), ..self.clone() }
+        StateServer { subscriptions: Arc::default(), enabled: Arc::default(), ..self.clone() }
     }
+
+    /// The groups this request's session enabled. A session is the legacy protocol's (one
+    /// `initialize`); on 2026-07-28 a list may not change as a side effect of other requests,
+    /// so there every request sees the list it started with.
+    fn enabled(&self, context: &RequestContext<RoleServer>) -> Vec<ToolGroup> {
+        if in_session(context) { self.enabled.get() } else { Vec::new() }
+    }
+
+    /// `state_tools`: enables groups for a legacy session, whose client is told its list
+    /// changed; answers with the new tools' definitions either way.
+    async fn discover(&self, arguments: &Map<String, Value>, context: &RequestContext<RoleServer>) -> CallToolResult {
+        let session = in_session(context);
+        let mut enabled = self.enabled(context);
+        let before = enabled.len();
+        let answer = match self.tools.discover(&mut enabled, arguments) {
+            Ok(answer) => answer,
+            Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]),
+        };
+        if session && enabled.len() > before {
+            self.enabled.update(|groups| *groups = enabled);
+            if let Err(error) = context.peer.notify_tool_list_changed().await {
+                tracing::debug!(%error, "could not tell the client its tool list changed");
+            }
+        }
+        CallToolResult::structured(answer)
+    }
+
+    /// Runs a catalog operation for the caller and renders its reply.
+    async fn run(&self, op: Operation, args: Value, context: &RequestContext<RoleServer>) -> CallToolResult {
+        let started = Instant::now();
+        // Boxed: rmcp moves each request's future into a task, and an unboxed dispatch future
+        // (every operation's state inline) made that copy a sixth of the CPU of a call.
+        let reply = Box::pin(self.api.call_as(principal(context), op, args)).await;
+        tracing::debug!(
+            tool = op.name(),
+            outcome = reply.outcome.name(),
+            micros = started.elapsed().as_micros() as u64,
+            "tool call"
+        );
+        render::reply(op, reply)
+    }
+}
+
+impl StateServer {
+    /// `state_call`: a served tool by name, for a client whose list lacks it.
+    async fn call_by_name(
+        &self,
+        mut arguments: Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let refuse = |message: String| CallToolResult::error(vec![ContentBlock::text(message)]);
+        let name = match arguments.remove("tool") {
+            Some(Value::String(name)) => name,
+            _ => return refuse("state_call needs `tool`: the name of the tool to run".into()),
+        };
+        let args = match arguments.remove("arguments") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(Value::Object(args)) => Value::Object(args),
+            Some(other) => return refuse(format!("`arguments` is the tool's arguments as an object, not {other}")),
+        };
+        if let Some(unknown) = arguments.keys().next() {
+            return refuse(format!("unknown argument `{unknown}`; state_call takes `tool` and `arguments`"));
+        }
+        match self.tools.get(&name) {
+            Some(op) => self.run(op, args, context).await,
+            None if name == tools::DISCOVER_TOOL => match args {
+                Value::Object(args) => self.discover(&args, context).await,
+                _ => refuse("state_tools takes an object".into()),
+            },
+            None => refuse(format!("no tool `{name}`; this server's tools are: {}", self.tools.names().join(", "))),
+        }
+    }
+}
+
+fn in_session(context: &RequestContext<RoleServer>) -> bool {
+    context.peer.peer_info().is_some()
 }
 
 /// The caller over HTTP (the transport attached the request's parts, holding the principal
@@ -71,6 +162,10 @@ state://docs/coordination, state://docs/keys, state://docs/what-not-to-store. \
 To wait for a change instead of polling, subscribe to state://kv/{key}, state://lease/{resource_id} or \
 state://workflow/{run_id}, or call state_watch.";
 
+/// Added when the list starts short.
+const DISCOVER_INSTRUCTIONS: &str = " Tools not listed yet (leases, workflow runs, sessions, checkpoints, knowledge, \
+history, admin) are one call away: state_tools enables them, state_call runs them.";
+
 /// Added when checkpoint or knowledge tools are served.
 const TEXT_INSTRUCTIONS: &str = " Checkpoints save where work stands so you, or another agent, resume there; \
 saved knowledge is recalled by relevance within a token budget. The prompts when_to_checkpoint and \
@@ -78,8 +173,8 @@ when_to_recall say when to use them.";
 
 impl ServerHandler for StateServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
+        let tools = ServerCapabilities::builder().enable_tools();
+        let capabilities = if self.tools.discovers() { tools.enable_tool_list_changed() } else { tools }
             .enable_resources()
             .enable_resources_subscribe()
             .enable_prompts();
@@ -94,11 +189,15 @@ impl ServerHandler for StateServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools.all())
-            .with_ttl_ms(LIST_TTL_MS)
-            .with_cache_scope(CacheScope::Public))
+        let enabled = self.enabled(&context);
+        let listed = ListToolsResult::with_all_items(self.tools.listed(&enabled));
+        Ok(if enabled.is_empty() {
+            listed.with_ttl_ms(LIST_TTL_MS).with_cache_scope(CacheScope::Public)
+        } else {
+            listed.with_ttl_ms(0).with_cache_scope(CacheScope::Private)
+        })
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -110,24 +209,21 @@ impl ServerHandler for StateServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let arguments = request.arguments.unwrap_or_default();
+        if self.tools.discovers() {
+            match request.name.as_ref() {
+                tools::DISCOVER_TOOL => return Ok(self.discover(&arguments, &context).await.into()),
+                tools::CALL_TOOL => return Ok(self.call_by_name(arguments, &context).await.into()),
+                _ => {}
+            }
+        }
         let Some(op) = self.tools.get(&request.name) else {
             return Err(McpError::invalid_params(
                 format!("unknown tool `{}`; this server's tools are: {}", request.name, self.tools.names().join(", ")),
                 Some(json!({"tool": request.name})),
             ));
         };
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        let started = Instant::now();
-        // Boxed: rmcp moves each request's future into a task, and an unboxed dispatch future
-        // (every operation's state inline) made that copy a sixth of the CPU of a call.
-        let reply = Box::pin(self.api.call_as(principal(&context), op, args)).await;
-        tracing::debug!(
-            tool = op.name(),
-            outcome = reply.outcome.name(),
-            micros = started.elapsed().as_micros() as u64,
-            "tool call"
-        );
-        Ok(render::reply(op, reply).into())
+        Ok(self.run(op, Value::Object(arguments), &context).await.into())
     }
 
     async fn list_prompts(

@@ -34,7 +34,11 @@ fn the_owner_is_started_with_this_clients_settings() {
 fn every_group_choice_names_a_catalog_group() {
     use clap::ValueEnum;
     for arg in GroupArg::value_variants() {
-        let expected = if *arg == GroupArg::All { ToolGroup::ALL.len() } else { 1 };
+        let expected = match arg {
+            GroupArg::All => ToolGroup::ALL.len(),
+            GroupArg::Default | GroupArg::None => 0,
+            _ => 1,
+        };
         assert_eq!(arg.groups().len(), expected, "{arg:?}");
     }
 }
@@ -45,4 +49,29 @@ fn every_tool_group_can_be_named_on_the_command_line() {
         let parsed = <GroupArg as clap::ValueEnum>::from_str(group.name(), false);
         assert_eq!(parsed.map(GroupArg::groups), Ok(vec![group]), "--tools {}", group.name());
     }
+}
+
+#[test]
+fn tool_choices_on_the_command_line() {
+    use clap::Parser;
+    use state_core::catalog::Operation;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        tools: ToolArgs,
+    }
+    let options = |args: &[&str]| Cli::try_parse_from([&["x"], args].concat()).map(|cli| cli.tools.options());
+    assert_eq!(options(&[]).unwrap(), Options::default());
+    assert_eq!(options(&["--tools", "default"]).unwrap(), Options::default());
+    let compat = options(&["--compat", "agentcheckpoint"]).unwrap();
+    assert_eq!(compat, Options::only([Profile::AgentCheckpoint], []));
+    let both = options(&["--compat", "sidecar", "--tools", "default,lease"]).unwrap();
+    assert!(both.discover && both.listed == [ToolGroup::Lease] && both.profiles.contains(&Profile::Sidecar));
+    for none in ["none", ""] {
+        let options = options(&["--tools", none]).unwrap();
+        assert!(options.served().is_empty(), "--tools {none:?}");
+    }
+    let kv = options(&["--tools", "kv"]).unwrap();
+    assert!(kv.permits(Operation::StateGet) && !kv.permits(Operation::StateReset) && !kv.discover);
+    assert!(options(&["--tools", "kv,nonsense"]).is_err());
 }

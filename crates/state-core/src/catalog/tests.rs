@@ -19,21 +19,6 @@ fn tool_names_are_unique_within_a_profile_and_valid_mcp_names() {
 }
 
 #[test]
-fn a_profile_replaces_native_tools_of_the_same_name() {
-    let all = ToolGroup::ALL;
-    let exposed = Operation::exposed(&[Profile::Native, Profile::Sidecar], &all);
-    let names: Vec<&str> = exposed.iter().map(|op| op.name()).collect();
-    let mut unique = names.clone();
-    unique.sort_unstable();
-    unique.dedup();
-    assert_eq!(unique.len(), names.len(), "one tool per name: {names:?}");
-    assert!(exposed.contains(&Operation::SidecarStateSet) && !exposed.contains(&Operation::StateSet));
-    assert!(exposed.contains(&Operation::StateTxn), "native tools the profile lacks stay");
-    let leases_only = Operation::exposed(&[Profile::Native], &[ToolGroup::Lease]);
-    assert!(leases_only.iter().all(|op| op.spec().group == ToolGroup::Lease) && leases_only.len() == 5);
-}
-
-#[test]
 fn every_schema_is_an_object_schema() {
     for op in Operation::all() {
         let spec = op.spec();
@@ -49,7 +34,7 @@ fn every_schema_is_an_object_schema() {
 
 #[test]
 fn native_inputs_reject_unknown_arguments() {
-    for op in Operation::exposed(&[Profile::Native], &ToolGroup::ALL) {
+    for op in Operation::all().filter(|op| op.spec().profile == Profile::Native) {
         let input = op.spec().input_schema();
         assert_eq!(input.get("additionalProperties"), Some(&Value::Bool(false)), "{}", op.name());
     }

@@ -20,7 +20,7 @@ fn refs(value: &Value, out: &mut Vec<String>) {
 
 #[test]
 fn every_reference_resolves_inside_the_document() {
-    let doc = document();
+    let doc = document(&state_api::Options::default());
     let mut found = Vec::new();
     refs(&doc, &mut found);
     assert!(!found.is_empty());
@@ -33,7 +33,7 @@ fn every_reference_resolves_inside_the_document() {
 
 #[test]
 fn every_native_operation_is_documented_once() {
-    let doc = document();
+    let doc = document(&state_api::Options::default());
     let mut ids = Vec::new();
     for item in doc["paths"].as_object().unwrap().values() {
         for operation in item.as_object().unwrap().values() {
@@ -48,7 +48,7 @@ fn every_native_operation_is_documented_once() {
 
 #[test]
 fn kv_writes_document_their_preconditions() {
-    let doc = document();
+    let doc = document(&state_api::Options::default());
     let put = &doc["paths"]["/v1/kv/{key}"]["put"];
     let headers: Vec<&str> = put["parameters"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
     for header in ["If-Match", "If-None-Match", "Idempotency-Key", "key", "expected_version", "ttl_seconds"] {
@@ -56,4 +56,12 @@ fn kv_writes_document_their_preconditions() {
     }
     assert!(!headers.contains(&"value"), "the value is the body");
     assert!(put["responses"]["412"].is_object());
+}
+
+#[test]
+fn the_document_lists_only_what_the_server_serves() {
+    let kv = document(&state_api::Options::new([], [state_core::catalog::ToolGroup::Kv]));
+    let paths = kv["paths"].as_object().unwrap();
+    assert!(paths.contains_key("/v1/kv/{key}"));
+    assert!(!paths.contains_key("/v1/admin:reset") && !paths.contains_key("/v1/watch"), "{:?}", paths.keys());
 }

@@ -60,6 +60,9 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let route = &prepared.route;
+    if let Some(refused) = not_served(&service, route.op) {
+        return refused;
+    }
     let parsed =
         arguments(&prepared, path, &query, &headers, &body).and_then(|args| Ok((args, idempotency_key(&headers)?)));
     let (args, request_id) = match parsed {
@@ -96,6 +99,17 @@ async fn handle(
             response
         }
     }
+}
+
+/// A 404 for an operation this server was started without (`--tools`, `--compat`): REST
+/// serves what `/mcp` serves.
+pub(crate) fn not_served(service: &Service, op: Operation) -> Option<Response> {
+    if service.selection.covers(op) {
+        return None;
+    }
+    let detail =
+        format!("`{}` is not served here: this server was started without its tools (--tools, --compat)", op.id());
+    Some(problem::http_problem(StatusCode::NOT_FOUND, "not_enabled", &detail))
 }
 
 /// The operation's arguments: body, then query string, then path (which wins), then the
@@ -208,6 +222,9 @@ async fn run_call(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Some(refused) = not_served(&service, op) {
+        return refused;
+    }
     let args = if body.is_empty() {
         Value::Object(Map::new())
     } else {

@@ -48,6 +48,9 @@ async fn watch(
     Query(query): Query<Vec<(String, String)>>,
     headers: HeaderMap,
 ) -> Response {
+    if let Some(refused) = super::not_served(&service, Operation::StateWatch) {
+        return refused;
+    }
     let request = match request(&query, &headers) {
         Ok(request) => request,
         Err(error) => return problem::problem(StatusCode::BAD_REQUEST, &error),

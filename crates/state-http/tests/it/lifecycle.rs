@@ -133,7 +133,7 @@ fn stdio_and_http_clients_share_one_database_whichever_came_first() {
 fn a_server_joined_to_an_owner_serves_every_operation_it_would_own() {
     let place = Place::new();
     let mut stdio = mcp_client(&place, &["--tools", "kv"]);
-    let server = place.serve(&["--compat", "sidecar,caxton", "--history-retention", "7"]);
+    let server = place.serve(&["--compat", "sidecar,caxton", "--tools", "default", "--history-retention", "7"]);
     assert!(server.stderr().contains("joined the owner"), "{}", server.stderr());
     // Engine-wide settings are the owner's, and a joiner asking for others is told so.
     assert!(server.stderr().contains("--history-retention 7 is not in effect"), "{}", server.stderr());

@@ -82,7 +82,7 @@ fn both_protocol_generations_are_served() {
     assert_eq!(init["result"]["serverInfo"]["name"], "state", "{init}");
     assert_eq!(init["result"]["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
     let tools = legacy.request("tools/list", json!({}));
-    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 29, "the same catalog as stdio");
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 8, "the same short list as stdio");
     let set = legacy.request("tools/call", json!({"name": "state_set", "arguments": {"key": "k", "value": "legacy"}}));
     assert_eq!(set["result"]["structuredContent"]["version"], 1, "{set}");
 
@@ -140,4 +140,19 @@ fn tool_choices_apply_over_http() {
         listed["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(names.contains(&"state_get") && names.contains(&"retrieve"), "{names:?}");
     assert!(!names.contains(&"lease_acquire") && !names.contains(&"state_health"), "{names:?}");
+
+    // REST serves the same selection: the store cannot be wiped through a route /mcp refuses.
+    let http = server.client();
+    expect(&http.request("PUT", "/v1/kv/kept", &[], Some(b"1")).unwrap(), 200);
+    let reset = http.json("POST", "/v1/admin:reset", &json!({"confirm": "DELETE EVERYTHING"})).unwrap();
+    assert_eq!(reset.status, 404, "{}", reset.text());
+    assert_eq!(reset.json()["code"], "not_enabled");
+    let seam = http.json("POST", "/v1/call/native/state_reset", &json!({"confirm": "DELETE EVERYTHING"})).unwrap();
+    assert_eq!(seam.status, 404, "{}", seam.text());
+    let sidecar_reset = http.json("POST", "/v1/call/sidecar/sidecar_reset", &json!({})).unwrap();
+    assert_eq!(sidecar_reset.status, 404, "a replaced server's wipe is no way around it");
+    assert_eq!(http.get("/v1/watch?prefix=k").unwrap().status, 404);
+    assert_eq!(expect(&http.get("/v1/kv/kept").unwrap(), 200)["value"], 1, "nothing was wiped");
+    let document = expect(&http.get("/openapi.json").unwrap(), 200);
+    assert!(document["paths"].get("/v1/admin:reset").is_none(), "the document lists what is served");
 }

@@ -17,15 +17,29 @@ fn start() -> TestServer {
     TestServer::start(&["--compat", "agentcheckpoint"])
 }
 
+fn listed_names(s: &mut TestServer) -> Vec<String> {
+    let listed = s.client.request("tools/list", json!({})).unwrap();
+    listed["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()
+}
+
 #[test]
-fn exposes_its_five_tools_beside_ours() {
+fn alone_it_serves_its_five_tools_and_ours_only_when_asked() {
+    let mut s = start();
+    assert_eq!(listed_names(&mut s), ["get_state", "set_state", "force_set_state", "list_state", "delete_state"]);
+    let refused = s.client.call("state_get", json!({"key": "k"}));
+    assert!(refused.is_err(), "ours are not served: {refused:?}");
+    let mut both = TestServer::start(&["--compat", "agentcheckpoint", "--tools", "default"]);
+    let names = listed_names(&mut both);
+    for name in ["get_state", "set_state", "force_set_state", "list_state", "delete_state", "state_get", "state_tools"]
+    {
+        assert!(names.iter().any(|n| n == name), "{name} missing from {names:?}");
+    }
+}
+
+#[test]
+fn its_schemas_are_its_own() {
     let mut s = start();
     let listed = s.client.request("tools/list", json!({})).unwrap();
-    let names: Vec<&str> =
-        listed["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
-    for name in ["get_state", "set_state", "force_set_state", "list_state", "delete_state", "state_get", "state_set"] {
-        assert!(names.contains(&name), "{name} missing from {names:?}");
-    }
     let set_state = listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "set_state").unwrap();
     assert_eq!(set_state["inputSchema"]["properties"]["value"]["type"], "string");
     assert_eq!(set_state["inputSchema"]["properties"]["expected_version"]["default"], -1);
@@ -180,7 +194,7 @@ fn delete_and_worker_startup_check() {
 
 #[test]
 fn both_tool_sets_share_one_store() {
-    let mut s = start();
+    let mut s = TestServer::start(&["--compat", "agentcheckpoint", "--tools", "kv"]);
     call(&mut s, "force_set_state", json!({"key": "shared:doc", "value": "{\"a\": [1, 2]}"}));
     let native = s.client.call("state_get", json!({"key": "shared:doc"})).unwrap().json();
     assert_eq!((native["value"].clone(), native["version"].as_u64()), (json!({"a": [1, 2]}), Some(1)));

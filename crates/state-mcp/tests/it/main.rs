@@ -13,8 +13,10 @@ mod hostile;
 mod knowledge;
 mod kv;
 mod protocol;
+mod sdk;
 mod shared;
 mod sidecar;
+mod surface;
 mod watch;
 
 use std::path::{Path, PathBuf};

@@ -63,7 +63,14 @@ fn exposes_every_sidecar_tool_by_name() {
     let required: Vec<&str> =
         checkpoint["inputSchema"]["required"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert_eq!(required, ["run_id", "step", "output"], "no agent or token, as that server took");
+    assert_eq!(names.len(), sidecar.len(), "alone, the profile serves only its own tools: {names:?}");
+    // With ours asked for beside it: its tools replace ours of the same name, the rest stay.
+    let mut both = TestServer::start(&["--compat", "sidecar", "--tools", "kv,workflow"]);
+    let listed = both.client.request("tools/list", json!({})).unwrap();
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let names: std::collections::BTreeSet<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(names.contains("state_txn") && names.contains("workflow_heartbeat"), "our other tools stay available");
+    assert_eq!(tools.iter().filter(|t| t["name"] == "state_set").count(), 1, "the profile's tool replaces ours");
 }
 
 #[test]
