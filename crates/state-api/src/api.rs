@@ -1,7 +1,7 @@
 //! [`Api`]: the handle every frontend holds.
 
+use crate::catalog::Operation;
 use serde_json::Value;
-use state_core::catalog::Operation;
 use state_core::ops::watch::WatchRequest;
 
 use crate::auth::{self, Need, Principal};

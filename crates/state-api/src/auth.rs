@@ -13,10 +13,10 @@
 use state_core::ops::knowledge::{KnowledgeDeleteRequest, KnowledgeListRequest, KnowledgeSaveRequest};
 use std::path::{Path, PathBuf};
 
+use crate::catalog::Operation;
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use state_core::catalog::Operation;
 use state_core::ops::history::{HistoryKind, HistoryRequest};
 use state_core::ops::kv::{BatchGetRequest, DeleteRequest, GetRequest, ListRequest, SetRequest};
 use state_core::ops::lease::{AcquireRequest, LeaseGetRequest, LeaseListRequest, ReleaseRequest, RenewRequest};

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use state_core::catalog::{Profile, ToolGroup};
+use crate::catalog::{Profile, ToolGroup};
 
 use crate::options::Options;
 use crate::remote::{JoinConfig, OwnerLauncher};

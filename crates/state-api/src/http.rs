@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use crate::catalog::Operation;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
@@ -13,7 +14,6 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
-use state_core::catalog::Operation;
 use tokio::time::Instant;
 
 use crate::reply::{ApiError, ErrorCode, Reply};

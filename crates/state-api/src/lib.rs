@@ -10,7 +10,9 @@
 //! tools, the REST routes and the CLI cannot disagree.
 
 mod api;
+
 pub mod auth;
+pub mod catalog;
 mod classify;
 pub mod cli;
 mod http;

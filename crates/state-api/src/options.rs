@@ -6,8 +6,8 @@
 //! short list ([`CORE`]) and discovers the rest (`state_tools`): everything stays callable,
 //! but a conversation pays only for what it uses.
 
+use crate::catalog::{Operation, Profile, ToolGroup};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use state_core::catalog::{Operation, Profile, ToolGroup};
 
 /// The native operations a default session lists before it asks for more: reading, writing
 /// and waiting on keys, which most sessions use and the rest build on.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use state_core::catalog::Operation;
+use crate::catalog::Operation;
 use state_core::ops::watch::WatchRequest;
 use state_store::{Engine, EngineError, OpenError, RedbBackend, SystemClock};
 use tokio::io::{AsyncWriteExt, BufReader};

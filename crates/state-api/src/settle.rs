@@ -4,8 +4,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::catalog::Operation;
 use serde_json::Value;
-use state_core::catalog::Operation;
 
 use crate::reply::{ApiError, ErrorCode, Reply};
 

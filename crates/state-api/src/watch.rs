@@ -1,6 +1,6 @@
 //! [`Watcher`]: a change feed through the seam, the same whichever side of it the engine is.
 
-use state_core::catalog::Operation;
+use crate::catalog::Operation;
 use state_core::ops::watch::WatchBatch;
 
 use crate::http::HttpWatch;

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::catalog::Operation;
 use serde_json::Value;
-use state_core::catalog::Operation;
 use state_core::compat::goldfish;
 
 /// The argument names an operation uses for the workspace and the branch, when it defaults

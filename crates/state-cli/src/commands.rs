@@ -4,7 +4,7 @@
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
-use state_core::catalog::Operation;
+use state_api::catalog::Operation;
 
 use crate::input;
 

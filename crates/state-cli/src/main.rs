@@ -18,9 +18,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{Value, json};
+use state_api::catalog::Operation;
 use state_api::cli::{OwnerArgs, StoreArgs};
 use state_api::{Api, HttpConfig, Local, Options, Reply, owner};
-use state_core::catalog::Operation;
 use state_core::ops::watch::WatchRequest;
 use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriterExt};
 

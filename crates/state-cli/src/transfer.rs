@@ -11,8 +11,8 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use state_api::catalog::Operation;
 use state_api::{Api, Outcome, Reply};
-use state_core::catalog::Operation;
 use state_core::ops::transfer::{DEFAULT_IMPORT_CHUNK, DumpedRecord, ImportConflict, ImportResult, MAX_IMPORT_RECORDS};
 
 use crate::{exit, foreign};

@@ -5,7 +5,6 @@
 //! here performs IO or reads a clock: time comes in as an argument (`now`), and write
 //! decisions come out as data (`Plan`) for the store to apply atomically.
 
-pub mod catalog;
 pub mod checkpoint;
 pub mod compat;
 pub mod cursor;

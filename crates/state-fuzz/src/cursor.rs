@@ -2,7 +2,7 @@
 //! the store's own records; and a cursor the server issued decodes to the key it names.
 
 use serde_json::json;
-use state_core::catalog::Operation;
+use state_api::catalog::Operation;
 
 pub(crate) fn listing(data: &[u8]) {
     let (prefix, cursor) = match data.split_first() {

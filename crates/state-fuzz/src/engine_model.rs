@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
+use state_api::catalog::Operation;
 use state_api::{Api, Local, Outcome, Reply};
 use state_core::UnixMillis;
-use state_core::catalog::Operation;
 use state_store::backend::redb::faults::Faults;
 use state_store::{Engine, EngineConfig, ManualClock, RedbBackend};
 

@@ -30,7 +30,7 @@ pub(crate) fn api() -> &'static Api {
 
 async fn seed(api: &Api) {
     use serde_json::json;
-    use state_core::catalog::Operation;
+    use state_api::catalog::Operation;
     for (op, args) in [
         (Operation::StateSet, json!({"key": "a/1", "value": 1})),
         (Operation::StateSet, json!({"key": "b/2", "value": {"x": [1, 2]}})),

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 use state_api::Outcome;
-use state_core::catalog::Operation;
+use state_api::catalog::Operation;
 
 pub(crate) fn records(data: &[u8]) {
     let records: Vec<Value> =

@@ -15,7 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use state_api::Outcome;
-use state_core::catalog::Operation;
+use state_api::catalog::Operation;
 
 use crate::Service;
 

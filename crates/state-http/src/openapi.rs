@@ -3,7 +3,7 @@
 //! schemas go in as they are; only their local `$defs` move to `components/schemas`.
 
 use serde_json::{Map, Value, json};
-use state_core::catalog::Operation;
+use state_api::catalog::Operation;
 
 use crate::rest::routes::{Body, Flavor, Route, routes};
 

@@ -2,7 +2,7 @@
 //! leaving its client. The text lives in `docs/*.md` beside this crate.
 
 use rmcp::model::{Resource, ResourceContents};
-use state_core::catalog::Profile;
+use state_api::catalog::Profile;
 
 #[derive(Debug, PartialEq)]
 pub(crate) struct Doc {

@@ -14,6 +14,7 @@ mod lines;
 mod prompts;
 mod render;
 mod resources;
+mod schema;
 mod server;
 mod subscriptions;
 mod tools;

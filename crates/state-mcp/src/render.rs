@@ -6,8 +6,8 @@
 //! message itself comes from the seam, so every frontend says the same thing.
 
 use rmcp::model::{CallToolResult, ContentBlock};
+use state_api::catalog::{Operation, Presentation};
 use state_api::{ErrorCode, Reply};
-use state_core::catalog::{Operation, Presentation};
 
 use crate::legacy_json;
 

@@ -15,8 +15,8 @@ use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use state_api::auth::Principal;
+use state_api::catalog::{Operation, ToolGroup};
 use state_api::{Api, Options};
-use state_core::catalog::{Operation, ToolGroup};
 
 use crate::resources::{self, Target};
 use crate::subscriptions::{self, Subscriptions};

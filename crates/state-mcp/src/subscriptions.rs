@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use rmcp::ErrorData as McpError;
 use state_api::auth::Principal;
+use state_api::catalog::Profile;
 use state_api::{Api, ErrorCode, Watcher};
-use state_core::catalog::Profile;
 use state_core::ops::watch::WatchRequest;
 use tokio::task::AbortHandle;
 

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 use state_api::Options;
-use state_core::catalog::{Effect, Operation, ToolGroup};
+
+use crate::schema::{self, Direction};
+use state_api::catalog::{Effect, Operation, ToolGroup};
 
 pub(crate) const DISCOVER_TOOL: &str = "state_tools";
 pub(crate) const CALL_TOOL: &str = "state_call";
@@ -143,11 +145,11 @@ fn definition(op: Operation) -> Tool {
         Effect::Write => ToolAnnotations::new().read_only(false).destructive(true).idempotent(false),
     }
     .open_world(false);
-    let mut tool = Tool::new(spec.name, spec.description, Arc::new(spec.input_schema()))
-        .with_title(spec.title)
-        .with_annotations(annotations);
+    let input = schema::for_tool_list(spec.input_schema(), Direction::Input);
+    let mut tool =
+        Tool::new(spec.name, spec.description, Arc::new(input)).with_title(spec.title).with_annotations(annotations);
     if let Some(output) = spec.output_schema() {
-        tool = tool.with_raw_output_schema(Arc::new(output));
+        tool = tool.with_raw_output_schema(Arc::new(schema::for_tool_list(output, Direction::Output)));
     }
     tool
 }

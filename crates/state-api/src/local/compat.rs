@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::catalog::{Operation, Profile};
 use serde_json::{Value, json};
 use state_core::InvalidInput;
-use state_core::catalog::{Operation, Profile};
 use state_core::compat::{agentcheckpoint as ac, caxton as cx, goldfish as gf, sage as sg, sidecar as sc};
 use state_core::limits::{MAX_PAGE, MAX_TXN_OPS};
 use state_core::ops::ReadStatus;

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::catalog::{Operation, Profile};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use state_core::InvalidInput;
-use state_core::catalog::{Operation, Profile};
 use state_core::ops::health::OwnerInfo;
 use state_core::ops::watch::{WatchRequest, WatchResult};
 use state_store::backend::postgres::{PostgresBackend, PostgresOptions};

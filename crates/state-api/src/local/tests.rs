@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
+use crate::catalog::Operation;
 use serde_json::json;
-use state_core::catalog::Operation;
 use state_store::{Engine, EngineConfig, ManualClock, RedbBackend};
 
 use super::*;

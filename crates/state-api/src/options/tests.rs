@@ -1,4 +1,4 @@
-use state_core::catalog::{Operation, Profile, ToolGroup};
+use crate::catalog::{Operation, Profile, ToolGroup};
 
 use super::{CORE, Options};
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use state_core::catalog::Operation;
+use crate::catalog::Operation;
 use state_core::ops::watch::{WatchBatch, WatchRequest};
 use state_store::EngineError;
 use tokio::sync::mpsc;

@@ -2,9 +2,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use state_api::catalog::{Operation, ToolGroup};
 use state_api::owner::{Owner, OwnerConfig, OwnerExit};
 use state_api::{Api, ErrorCode, JoinConfig, Options, Outcome, OwnerLauncher, Rendezvous, Settings};
-use state_core::catalog::{Operation, ToolGroup};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::sync::oneshot;

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use serde_json::json;
+use state_api::catalog::Operation;
 use state_api::owner::Owner;
 use state_api::{Api, ErrorCode, Options, Settings, Watcher};
-use state_core::catalog::Operation;
 use state_core::ops::watch::WatchRequest;
 
 use crate::owner::{Place, call};

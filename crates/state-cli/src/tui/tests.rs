@@ -8,9 +8,9 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
+use state_api::catalog::Operation;
 use state_api::{Api, Local};
 use state_core::UnixMillis;
-use state_core::catalog::Operation;
 
 use super::app::{App, Load, Loaded, View};
 use super::keys::Change;

@@ -1,5 +1,5 @@
 use serde_json::Value;
-use state_core::catalog::{Operation, Profile};
+use state_api::catalog::{Operation, Profile};
 
 use super::*;
 
@@ -60,7 +60,7 @@ fn kv_writes_document_their_preconditions() {
 
 #[test]
 fn the_document_lists_only_what_the_server_serves() {
-    let kv = document(&state_api::Options::new([], [state_core::catalog::ToolGroup::Kv]));
+    let kv = document(&state_api::Options::new([], [state_api::catalog::ToolGroup::Kv]));
     let paths = kv["paths"].as_object().unwrap();
     assert!(paths.contains_key("/v1/kv/{key}"));
     assert!(!paths.contains_key("/v1/admin:reset") && !paths.contains_key("/v1/watch"), "{:?}", paths.keys());

@@ -17,8 +17,8 @@ use axum::routing::{MethodFilter, on, post};
 use bytes::Bytes;
 use serde_json::{Map, Value};
 use state_api::auth::Principal;
+use state_api::catalog::Operation;
 use state_api::{ApiError, ErrorCode, Outcome};
-use state_core::catalog::Operation;
 
 use self::params::QueryTypes;
 use self::routes::{Body, Flavor, Route};

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use serde_json::Value;
-use state_core::catalog::Operation;
+use state_api::catalog::Operation;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -57,6 +57,19 @@ fn kind(property: &Value, defs: &Value) -> Kind {
         Some(reference) => reference.rsplit('/').next().and_then(|name| defs.get(name)).unwrap_or(property),
         None => property,
     };
+    // An optional argument is `anyOf: [X, null]`: X decides.
+    if let Some(Value::Array(options)) = resolved.get("anyOf") {
+        let real: Vec<&Value> = options.iter().filter(|o| o.get("type") != Some(&Value::from("null"))).collect();
+        if let [only] = real.as_slice() {
+            return kind(only, defs);
+        }
+    }
+    // An enum documented per variant: a `oneOf` of string constants.
+    if let Some(Value::Array(options)) = resolved.get("oneOf")
+        && options.iter().all(|o| o.get("const").is_some_and(Value::is_string) || o.get("enum").is_some())
+    {
+        return Kind::Text;
+    }
     let types: Vec<&str> = match resolved.get("type") {
         Some(Value::String(t)) => vec![t.as_str()],
         Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect(),
@@ -69,5 +82,25 @@ fn kind(property: &Value, defs: &Value) -> Kind {
         ["boolean"] => Kind::Boolean,
         _ if resolved.get("enum").is_some() => Kind::Text,
         _ => Kind::Json,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_values_take_the_type_the_schema_gives_them() {
+        let history = QueryTypes::of(Operation::HistoryLog);
+        assert_eq!(history.value("kind", "lease"), Ok(Value::from("lease")), "an enum is text");
+        assert_eq!(history.value("since_revision", "7"), Ok(Value::from(7)), "an optional integer");
+        assert_eq!(history.value("include_values", "true"), Ok(Value::Bool(true)));
+        assert!(history.value("since_revision", "x").unwrap_err().contains("whole number"));
+        let set = QueryTypes::of(Operation::StateSet);
+        assert!(set.value("ttl_seconds", "inf").unwrap_err().contains("finite"));
+        assert_eq!(set.value("ttl_seconds", "1.5"), Ok(Value::from(1.5)));
+        let runs = QueryTypes::of(Operation::WorkflowList);
+        assert_eq!(runs.value("tags", r#"{"q":"gpu"}"#), Ok(serde_json::json!({"q": "gpu"})));
+        assert_eq!(runs.value("status", "running"), Ok(Value::from("running")));
     }
 }

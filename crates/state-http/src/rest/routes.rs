@@ -7,7 +7,7 @@
 //! body, which keeps them apart from any id.
 
 use axum::http::Method;
-use state_core::catalog::Operation;
+use state_api::catalog::Operation;
 
 use crate::problem::OnConflict;
 

@@ -20,8 +20,8 @@ use axum::routing::{get, post};
 use futures_util::Stream;
 use serde_json::{Map, Value, json};
 use state_api::auth::Principal;
+use state_api::catalog::Operation;
 use state_api::{ApiError, ErrorCode, Outcome, Reply, Watcher};
-use state_core::catalog::Operation;
 use state_core::ops::watch::{WatchBatch, WatchRequest};
 use tokio_util::sync::CancellationToken;
 

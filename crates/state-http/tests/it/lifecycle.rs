@@ -82,7 +82,7 @@ fn sigterm_during_writes_loses_nothing_acknowledged() {
     runtime.block_on(async {
         let local = state_api::Local::open_standalone(&place.db, Default::default()).unwrap();
         for (key, n) in &acked {
-            let got = local.call(state_core::catalog::Operation::StateGet, json!({"key": key})).await;
+            let got = local.call(state_api::catalog::Operation::StateGet, json!({"key": key})).await;
             assert_eq!(got.body.unwrap()["value"], json!(n), "acknowledged {key} lost");
         }
         local.close().await;

@@ -1,7 +1,7 @@
 use serde_json::json;
 use state_api::Local;
 use state_api::Settings;
-use state_core::catalog::Operation;
+use state_api::catalog::Operation;
 
 use super::*;
 

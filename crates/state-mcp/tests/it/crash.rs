@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
+use state_api::catalog::Operation;
 use state_api::{Local, Settings};
-use state_core::catalog::Operation;
 use state_e2e::{McpClient, ProtocolEra, result_of, tool_result};
 
 const ROUNDS: u64 = 12;

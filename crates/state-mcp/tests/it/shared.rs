@@ -328,7 +328,7 @@ fn an_idle_owner_exits_and_the_database_reopens_cleanly() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let local = state_api::Local::open_standalone(&place.db, Default::default()).expect("reopens");
-        let got = local.call(state_core::catalog::Operation::StateGet, json!({"key": "kept"})).await;
+        let got = local.call(state_api::catalog::Operation::StateGet, json!({"key": "kept"})).await;
         assert_eq!(got.body.unwrap()["value"], 42);
         local.close().await;
     });

@@ -1,6 +1,6 @@
 use std::collections::BTreeSet;
 
-use state_core::catalog::{Operation, Profile};
+use state_api::catalog::{Operation, Profile};
 
 use super::*;
 
