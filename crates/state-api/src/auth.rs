@@ -10,20 +10,16 @@
 //! - `write`: reads and changes of them;
 //! - `admin`: everything, and store-wide operations (`state_reset`) when the prefix is "".
 
-use state_core::ops::knowledge::{KnowledgeDeleteRequest, KnowledgeListRequest, KnowledgeSaveRequest};
 use std::path::{Path, PathBuf};
 
-use crate::catalog::Operation;
+use crate::catalog::{Needs, Operation};
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use state_core::ops::history::{HistoryKind, HistoryRequest};
-use state_core::ops::kv::{BatchGetRequest, DeleteRequest, GetRequest, ListRequest, SetRequest};
-use state_core::ops::lease::{AcquireRequest, LeaseGetRequest, LeaseListRequest, ReleaseRequest, RenewRequest};
-use state_core::ops::session::{SessionListRequest, SessionRestoreRequest, SessionSaveRequest};
+use state_core::ops::history::HistoryKind;
 use state_core::ops::txn::{TxnOp, TxnRequest};
 use state_core::ops::watch::WatchRequest;
-use state_core::ops::workflow::{ClaimRequest, CreateRunRequest, DiscoverRequest, ListRunsRequest};
+use state_core::ops::workflow::ClaimRequest;
 
 use crate::reply::{ApiError, ErrorCode};
 
@@ -247,116 +243,44 @@ pub(crate) enum Need {
     Nothing,
 }
 
-/// What `op` with `args` touches. Arguments that do not parse yield no needs: the call then
-/// fails on its arguments without touching anything.
+/// What `op` with `args` touches, as its declaration in the catalog says. Arguments that do
+/// not parse yield no needs: the call then fails on its arguments without touching anything.
 pub(crate) fn needs(op: Operation, args: &Value) -> Vec<Need> {
-    use Operation::*;
-    use Right::{Admin, Read, Write};
-    fn parse<T: serde::de::DeserializeOwned>(args: &Value) -> Option<T> {
-        T::deserialize(args).ok()
+    let whole_store = |right| vec![Need::Prefix(String::new(), right)];
+    match op.spec().needs() {
+        Needs::Typed(rule) => rule(args).unwrap_or_default(),
+        Needs::WholeStore => whole_store(if op.is_mutating() { Right::Write } else { Right::Read }),
+        Needs::WholeStoreAdmin => whole_store(Right::Admin),
     }
-    let run = |right| args.get("run_id").and_then(Value::as_str).map(|r| vec![Need::Run(r.into(), right)]);
-    let fenced = |lease: &Option<String>| lease.iter().map(|l| Need::Id(l.clone(), Read)).collect::<Vec<_>>();
-    // The replaced servers' argument shapes have no prefixes to check: only a token over the
-    // whole store may use them.
-    let whole_store = || Some(vec![Need::Prefix(String::new(), if op.is_mutating() { Write } else { Read })]);
-    // Every operation is named here, so a new one does not compile until its needs are
-    // decided: a forgotten operation must never mean "needs nothing".
-    match op {
-        StateGet => parse::<GetRequest>(args).map(|r| vec![Need::Id(r.key, Read)]),
-        StateSet => parse::<SetRequest>(args).map(|r| [vec![Need::Id(r.key, Write)], fenced(&r.lease)].concat()),
-        StateDelete => parse::<DeleteRequest>(args).map(|r| [vec![Need::Id(r.key, Write)], fenced(&r.lease)].concat()),
-        StateList => parse::<ListRequest>(args).map(|r| vec![Need::Prefix(r.prefix, Read)]),
-        StateBatchGet => {
-            parse::<BatchGetRequest>(args).map(|r| r.keys.into_iter().map(|k| Need::Id(k, Read)).collect())
-        }
-        StateTxn => parse::<TxnRequest>(args).map(|r| {
-            let compares = r.compare.iter().map(|c| Need::Id(c.key.clone(), Read));
-            let ops = r.success.iter().chain(&r.failure).map(|op| match op {
-                TxnOp::Get { key } => Need::Id(key.clone(), Read),
-                other => Need::Id(other.key().to_owned(), Write),
-            });
-            compares.chain(ops).chain(fenced(&r.lease)).collect()
-        }),
-        HistoryLog => parse::<HistoryRequest>(args).map(|r| history_needs(r.kind, r.key, r.prefix)),
-        StateWatch => parse::<WatchRequest>(args).map(|r| watch_needs(&r)),
-        LeaseAcquire => parse::<AcquireRequest>(args).map(|r| vec![Need::Id(r.resource_id, Write)]),
-        LeaseRenew => parse::<RenewRequest>(args).map(|r| vec![Need::Id(r.resource_id, Write)]),
-        LeaseRelease => parse::<ReleaseRequest>(args).map(|r| vec![Need::Id(r.resource_id, Write)]),
-        LeaseGet => parse::<LeaseGetRequest>(args).map(|r| vec![Need::Id(r.resource_id, Read)]),
-        LeaseList => parse::<LeaseListRequest>(args).map(|r| vec![Need::Prefix(r.prefix, Read)]),
-        WorkflowCreate => parse::<CreateRunRequest>(args).map(|r| vec![Need::Id(r.name, Write)]),
-        WorkflowClaim => parse::<ClaimRequest>(args).map(|r| match (r.run_id, r.name) {
-            (Some(run), _) => vec![Need::Run(run, Write)],
-            (None, Some(name)) => vec![Need::Id(name, Write)],
-            (None, None) => vec![Need::Prefix(String::new(), Write)],
-        }),
-        WorkflowCheckpoint | WorkflowHeartbeat | WorkflowComplete | WorkflowFail | WorkflowCancel => run(Write),
-        WorkflowStatus | WorkflowResume => run(Read),
-        WorkflowList => parse::<ListRunsRequest>(args).map(|r| vec![runs_named(r.name)]),
-        WorkflowDiscover => parse::<DiscoverRequest>(args).map(|r| vec![runs_named(r.name)]),
-        SessionSave => parse::<SessionSaveRequest>(args).map(|r| vec![Need::Id(r.session_id, Write)]),
-        SessionRestore => parse::<SessionRestoreRequest>(args).map(|r| vec![Need::Id(r.session_id, Read)]),
-        SessionList => parse::<SessionListRequest>(args).map(|r| vec![Need::Prefix(r.prefix, Read)]),
-        StateHealth => Some(vec![Need::Nothing]),
-        StateReset => Some(vec![Need::Prefix(String::new(), Admin)]),
-        // Checkpoints span workspaces and sessions, and recall ranks across every note: only
-        // a token over the whole store may save or read them. A note's own id is checked
-        // where one note is named.
-        CheckpointSave => Some(vec![Need::Prefix(String::new(), Write)]),
-        CheckpointRestore | CheckpointSearch | CheckpointTimeline | KnowledgeRecall => {
-            Some(vec![Need::Prefix(String::new(), Read)])
-        }
-        KnowledgeSave => parse::<KnowledgeSaveRequest>(args).map(|r| vec![Need::Id(r.id, Write)]),
-        KnowledgeDelete => parse::<KnowledgeDeleteRequest>(args).map(|r| vec![Need::Id(r.id, Write)]),
-        KnowledgeList => parse::<KnowledgeListRequest>(args).map(|r| vec![Need::Prefix(r.prefix, Read)]),
-        // A dump holds every record; an import may write any, the store's own included.
-        StoreExport => Some(vec![Need::Prefix(String::new(), Read)]),
-        StoreImport => Some(vec![Need::Prefix(String::new(), Admin)]),
-        // A wipe in the replaced server's shape is a wipe: the same right as ours.
-        SidecarReset => Some(vec![Need::Prefix(String::new(), Admin)]),
-        AgentCheckpointGetState
-        | AgentCheckpointSetState
-        | AgentCheckpointForceSetState
-        | AgentCheckpointListState
-        | AgentCheckpointDeleteState
-        | SidecarStateSet
-        | SidecarStateGet
-        | SidecarStateDelete
-        | SidecarStateList
-        | SidecarWorkflowCreate
-        | SidecarWorkflowDiscover
-        | SidecarWorkflowClaim
-        | SidecarWorkflowCheckpoint
-        | SidecarWorkflowResume
-        | SidecarWorkflowStatus
-        | SidecarWorkflowList
-        | SidecarLeaseAcquire
-        | SidecarLeaseRelease
-        | SidecarLeaseRenew
-        | SidecarHealth
-        | SidecarSessionSave
-        | SidecarSessionRestore
-        | SidecarHistoryLog
-        | CaxtonStore
-        | CaxtonRetrieve
-        | CaxtonDelete
-        | CaxtonList
-        | CaxtonExists
-        | CaxtonBatchStore
-        | CaxtonBatchRetrieve
-        | SageSaveCheckpoint
-        | SageListCheckpoints
-        | SageLoadCheckpoint
-        | SageSaveKnowledge
-        | SageRecallKnowledge
-        | GoldfishCheckpoint => whole_store(),
+}
+
+/// A write guarded by a lease also reads the lease.
+pub(crate) fn fenced(lease: &Option<String>) -> Vec<Need> {
+    lease.iter().map(|l| Need::Id(l.clone(), Right::Read)).collect()
+}
+
+/// A transaction reads what it compares and gets, and writes what it puts and deletes.
+pub(crate) fn txn_needs(request: &TxnRequest) -> Vec<Need> {
+    let compares = request.compare.iter().map(|c| Need::Id(c.key.clone(), Right::Read));
+    let ops = request.success.iter().chain(&request.failure).map(|op| match op {
+        TxnOp::Get { key } => Need::Id(key.clone(), Right::Read),
+        other => Need::Id(other.key().to_owned(), Right::Write),
+    });
+    compares.chain(ops).chain(fenced(&request.lease)).collect()
+}
+
+/// A claim of one run is checked by its name; of the next run of a name, by that name; of any
+/// run at all, against the whole store.
+pub(crate) fn claim_needs(request: &ClaimRequest) -> Vec<Need> {
+    match (&request.run_id, &request.name) {
+        (Some(run), _) => vec![Need::Run(run.clone(), Right::Write)],
+        (None, Some(name)) => vec![Need::Id(name.clone(), Right::Write)],
+        (None, None) => vec![Need::Prefix(String::new(), Right::Write)],
     }
-    .unwrap_or_default()
 }
 
 /// Runs listed by name: one name's runs, or (no name) everyone's.
-fn runs_named(name: Option<String>) -> Need {
+pub(crate) fn runs_named(name: Option<String>) -> Need {
     match name {
         Some(name) => Need::Id(name, Right::Read),
         None => Need::Prefix(String::new(), Right::Read),
@@ -371,7 +295,7 @@ pub(crate) fn watch_needs(request: &WatchRequest) -> Vec<Need> {
     history_needs(request.kind, request.key.clone(), request.prefix.clone())
 }
 
-fn history_needs(kind: Option<HistoryKind>, key: Option<String>, prefix: Option<String>) -> Vec<Need> {
+pub(crate) fn history_needs(kind: Option<HistoryKind>, key: Option<String>, prefix: Option<String>) -> Vec<Need> {
     let by_id = matches!(kind, None | Some(HistoryKind::Kv | HistoryKind::Lease | HistoryKind::Session));
     match (key, prefix) {
         (Some(key), _) if by_id => vec![Need::Id(key, Right::Read)],

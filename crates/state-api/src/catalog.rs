@@ -1,10 +1,19 @@
-//! The operation catalog: every operation's name, description, effect and JSON schemas,
-//! defined once. MCP tools, REST routes and CLI commands are all generated from it, so they
-//! cannot drift apart.
+//! The operation catalog: every operation declared once, with everything the seam and the
+//! frontends derive from it: name, title, group, effect (mutating or not), request and result
+//! types (so their JSON schemas), description, how it runs on the engine, and what a caller's
+//! token must cover. MCP tool lists, dispatch, authorization, OpenAPI and REST's argument
+//! typing read it; a declaration missing a piece does not compile: a request type a mutating
+//! operation takes must carry an idempotency kind of the operation's name, a result type must
+//! have an outcome class (`Classify`), and the engine's answer must be the declared result type.
+
+use std::future::Future;
+use std::pin::Pin;
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
+use state_core::idempotency::Mutating;
+use state_store::EngineError;
 
 use state_core::compat::{agentcheckpoint as ac, caxton as cx, goldfish as gf, sage as sg, sidecar as sc};
 use state_core::ops::admin::{ResetRequest, ResetResult};
@@ -38,6 +47,10 @@ use state_core::ops::workflow::{
     CreateRunRequest, CreateRunResult, DiscoverRequest, FailRequest, FinishResult, HeartbeatRequest, HeartbeatResult,
     ListRunsRequest, ListRunsResult, ResumeResult, RunRequest, RunStatusResult,
 };
+
+use crate::auth::{self, Need, Right::Admin, Right::Read, Right::Write};
+use crate::local::{self, CallError, Local};
+use crate::reply::Reply;
 
 pub type JsonObject = Map<String, Value>;
 
@@ -270,6 +283,33 @@ pub struct OperationSpec {
     pub presentation: Presentation,
     input_schema: fn() -> JsonObject,
     output_schema: Option<fn() -> JsonObject>,
+    run: Runner,
+    needs: Needs,
+}
+
+/// A call running on an engine in this process.
+pub(crate) type CallFuture<'a> = Pin<Box<dyn Future<Output = Result<Reply, CallError>> + Send + 'a>>;
+
+/// How an operation runs.
+#[derive(Clone, Copy)]
+pub(crate) enum Runner {
+    /// Parse the request, call the engine, classify and encode the result.
+    Engine(for<'a> fn(&'a Local, Value) -> CallFuture<'a>),
+    /// A replaced server's shape of our operations, translated by `local::compat`.
+    Compat,
+}
+
+/// What a caller's token must cover to make the call.
+#[derive(Clone, Copy)]
+pub(crate) enum Needs {
+    /// Read off the request; arguments that do not parse need nothing, as the call then fails
+    /// on them without touching anything.
+    Typed(fn(&Value) -> Option<Vec<Need>>),
+    /// The whole store, with the right the effect asks for: the replaced servers' argument
+    /// shapes name no prefixes to check.
+    WholeStore,
+    /// The whole store, as an administrator: wiping it.
+    WholeStoreAdmin,
 }
 
 impl OperationSpec {
@@ -279,6 +319,14 @@ impl OperationSpec {
 
     pub fn output_schema(&self) -> Option<JsonObject> {
         self.output_schema.map(|f| f())
+    }
+
+    pub(crate) fn runner(&self) -> Runner {
+        self.run
+    }
+
+    pub(crate) fn needs(&self) -> Needs {
+        self.needs
     }
 }
 
@@ -314,8 +362,72 @@ impl Operation {
     }
 }
 
+/// Whether two names are the same, at compile time.
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// A mutating operation's request is recorded for retries under the operation's name: its
+/// type must say so (`state_core::ops`'s `mutating!` list), or this does not compile.
+macro_rules! records_retries {
+    (ReadOnly, $req:ty, $name:literal) => {};
+    ($effect:ident, $req:ty, $name:literal) => {
+        const _: () = assert!(
+            same(<$req as Mutating>::KIND, $name),
+            concat!("the request of ", $name, " records retries under another name")
+        );
+    };
+}
+
+/// Runs a native operation: parse, call, check the engine answers the declared result type.
+macro_rules! runner {
+    ($req:ty => $res:ty, engine: $method:ident) => {{
+        fn run(local: &Local, args: Value) -> CallFuture<'_> {
+            Box::pin(async move {
+                let request: $req = local::parse(args)?;
+                let result: Result<$res, EngineError> = local.engine().$method(request).await;
+                local::reply(result)
+            })
+        }
+        Runner::Engine(run)
+    }};
+    ($req:ty => $res:ty, local: $function:path) => {{
+        fn run(local: &Local, args: Value) -> CallFuture<'_> {
+            Box::pin(async move {
+                let request: $req = local::parse(args)?;
+                let result: Result<$res, EngineError> = $function(local, request).await;
+                local::reply(result)
+            })
+        }
+        Runner::Engine(run)
+    }};
+}
+
+/// What a token must cover, read off the typed request.
+macro_rules! typed_needs {
+    ($req:ty, $rule:expr) => {{
+        fn needs(args: &Value) -> Option<Vec<Need>> {
+            let request = <$req as serde::Deserialize>::deserialize(args).ok()?;
+            let rule: fn(&$req) -> Vec<Need> = $rule;
+            Some(rule(&request))
+        }
+        Needs::Typed(needs)
+    }};
+}
+
 macro_rules! spec {
-    ($op:ident, $profile:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $presentation:ident, $req:ty, $res:expr, $desc:literal) => {
+    ($op:ident, $profile:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $presentation:ident, $req:ty, $res:expr, $run:expr, $needs:expr, $desc:literal) => {
         OperationSpec {
             operation: Operation::$op,
             name: $name,
@@ -327,21 +439,60 @@ macro_rules! spec {
             presentation: Presentation::$presentation,
             input_schema: input_schema::<$req>,
             output_schema: $res,
+            run: $run,
+            needs: $needs,
         }
     };
 }
 
-/// A native tool: structured result with an output schema.
+/// A native operation: structured result with an output schema, run on the engine (or by a
+/// function of `local` given the engine's host).
 macro_rules! native {
-    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $desc:literal) => {
-        spec!($op, Native, $name, $title, $group, $effect, Structured, $req, Some(output_schema::<$res>), $desc)
+    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty => $res:ty, engine: $method:ident, needs: $needs:expr, $desc:literal) => {
+        native!(@declare $op, $name, $title, $group, $effect, $req, $res, runner!($req => $res, engine: $method), $needs, $desc)
     };
+    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty => $res:ty, local: $function:path, needs: $needs:expr, $desc:literal) => {
+        native!(@declare $op, $name, $title, $group, $effect, $req, $res, runner!($req => $res, local: $function), $needs, $desc)
+    };
+    (@declare $op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $run:expr, $needs:expr, $desc:literal) => {{
+        records_retries!($effect, $req, $name);
+        spec!(
+            $op,
+            Native,
+            $name,
+            $title,
+            $group,
+            $effect,
+            Structured,
+            $req,
+            Some(output_schema::<$res>),
+            $run,
+            typed_needs!($req, $needs),
+            $desc
+        )
+    }};
 }
 
 /// A sidecar tool: structured, like that FastMCP server answered.
 macro_rules! sidecar {
     ($op:ident, $name:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $desc:literal) => {
-        spec!($op, Sidecar, $name, $name, $group, $effect, Structured, $req, Some(output_schema::<$res>), $desc)
+        sidecar!($op, $name, $group, $effect, $req, $res, needs: WholeStore, $desc)
+    };
+    ($op:ident, $name:literal, $group:ident, $effect:ident, $req:ty, $res:ty, needs: $needs:ident, $desc:literal) => {
+        spec!(
+            $op,
+            Sidecar,
+            $name,
+            $name,
+            $group,
+            $effect,
+            Structured,
+            $req,
+            Some(output_schema::<$res>),
+            Runner::Compat,
+            Needs::$needs,
+            $desc
+        )
     };
 }
 
@@ -349,14 +500,27 @@ macro_rules! sidecar {
 /// trait's return value (caxton).
 macro_rules! text {
     ($op:ident, $profile:ident, $presentation:ident, $name:literal, $effect:ident, $req:ty, $desc:literal) => {
-        spec!($op, $profile, $name, $name, Kv, $effect, $presentation, $req, None, $desc)
+        spec!($op, $profile, $name, $name, Kv, $effect, $presentation, $req, None, Runner::Compat, Needs::WholeStore, $desc)
     };
 }
 
 /// A tool of a profile that replaces a checkpoint or knowledge server: structured.
 macro_rules! structured {
     ($op:ident, $profile:ident, $name:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $desc:literal) => {
-        spec!($op, $profile, $name, $name, $group, $effect, Structured, $req, Some(output_schema::<$res>), $desc)
+        spec!(
+            $op,
+            $profile,
+            $name,
+            $name,
+            $group,
+            $effect,
+            Structured,
+            $req,
+            Some(output_schema::<$res>),
+            Runner::Compat,
+            Needs::WholeStore,
+            $desc
+        )
     };
 }
 
@@ -367,8 +531,9 @@ static SPECS: [OperationSpec; 76] = [
         "Get a key",
         Kv,
         ReadOnly,
-        GetRequest,
-        GetResult,
+        GetRequest => GetResult,
+        engine: get,
+        needs: |r| vec![Need::Id(r.key.clone(), Read)],
         "Read a key's JSON value, version and store revision. Pass `version` or `revision` to read it as it was earlier."
     ),
     native!(
@@ -377,8 +542,9 @@ static SPECS: [OperationSpec; 76] = [
         "Set a key",
         Kv,
         Write,
-        SetRequest,
-        SetResult,
+        SetRequest => SetResult,
+        engine: set,
+        needs: |r| [vec![Need::Id(r.key.clone(), Write)], auth::fenced(&r.lease)].concat(),
         "Write a JSON value. Pass `expected_version` from your last read (0 = create only) so you never overwrite another agent's change; a conflict returns the current version and value to retry with."
     ),
     native!(
@@ -387,8 +553,9 @@ static SPECS: [OperationSpec; 76] = [
         "Delete a key",
         Kv,
         IdempotentWrite,
-        DeleteRequest,
-        DeleteResult,
+        DeleteRequest => DeleteResult,
+        engine: delete,
+        needs: |r| [vec![Need::Id(r.key.clone(), Write)], auth::fenced(&r.lease)].concat(),
         "Delete a key, optionally only if `expected_version` matches."
     ),
     native!(
@@ -397,8 +564,9 @@ static SPECS: [OperationSpec; 76] = [
         "List keys",
         Kv,
         ReadOnly,
-        ListRequest,
-        ListResult,
+        ListRequest => ListResult,
+        engine: list,
+        needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
         "List keys under a prefix in key order with their versions (values if asked), a page at a time."
     ),
     native!(
@@ -407,8 +575,9 @@ static SPECS: [OperationSpec; 76] = [
         "Get several keys",
         Kv,
         ReadOnly,
-        BatchGetRequest,
-        BatchGetResult,
+        BatchGetRequest => BatchGetResult,
+        engine: batch_get,
+        needs: |r| r.keys.iter().map(|k| Need::Id(k.clone(), Read)).collect(),
         "Read several keys from one consistent snapshot."
     ),
     native!(
@@ -417,8 +586,9 @@ static SPECS: [OperationSpec; 76] = [
         "Transaction",
         Kv,
         Write,
-        TxnRequest,
-        TxnResult,
+        TxnRequest => TxnResult,
+        engine: txn,
+        needs: auth::txn_needs,
         "Atomic multi-key transaction: if every `compare` holds run the `success` ops, else the `failure` ops (get/put/delete), all under one revision."
     ),
     native!(
@@ -427,8 +597,9 @@ static SPECS: [OperationSpec; 76] = [
         "Change history",
         Kv,
         ReadOnly,
-        HistoryRequest,
-        HistoryResult,
+        HistoryRequest => HistoryResult,
+        engine: history,
+        needs: |r| auth::history_needs(r.kind, r.key.clone(), r.prefix.clone()),
         "Changes with revision, op, version, agent and time: keys, leases, runs, sessions (`kind`), for one id, a prefix or everything; page forward with `since_revision`."
     ),
     native!(
@@ -437,8 +608,9 @@ static SPECS: [OperationSpec; 76] = [
         "Acquire a lease",
         Lease,
         Write,
-        AcquireRequest,
-        AcquireResult,
+        AcquireRequest => AcquireResult,
+        engine: lease_acquire,
+        needs: |r| vec![Need::Id(r.resource_id.clone(), Write)],
         "Take an exclusive lease on a resource for ttl_seconds, or learn who holds it. A grant returns a fencing token larger than any before: pass `lease` and `token` on writes it guards."
     ),
     native!(
@@ -447,8 +619,9 @@ static SPECS: [OperationSpec; 76] = [
         "Renew a lease",
         Lease,
         Write,
-        RenewRequest,
-        HoldResult,
+        RenewRequest => HoldResult,
+        engine: lease_renew,
+        needs: |r| vec![Need::Id(r.resource_id.clone(), Write)],
         "Extend a lease you hold (holder_id and token) to ttl_seconds from now."
     ),
     native!(
@@ -457,8 +630,9 @@ static SPECS: [OperationSpec; 76] = [
         "Release a lease",
         Lease,
         IdempotentWrite,
-        ReleaseRequest,
-        HoldResult,
+        ReleaseRequest => HoldResult,
+        engine: lease_release,
+        needs: |r| vec![Need::Id(r.resource_id.clone(), Write)],
         "Give up a lease you hold (holder_id and token), freeing the resource at once."
     ),
     native!(
@@ -467,8 +641,9 @@ static SPECS: [OperationSpec; 76] = [
         "Who holds a lease",
         Lease,
         ReadOnly,
-        LeaseGetRequest,
-        LeaseGetResult,
+        LeaseGetRequest => LeaseGetResult,
+        engine: lease_get,
+        needs: |r| vec![Need::Id(r.resource_id.clone(), Read)],
         "Who holds a resource's lease and until when."
     ),
     native!(
@@ -477,8 +652,9 @@ static SPECS: [OperationSpec; 76] = [
         "List leases",
         Lease,
         ReadOnly,
-        LeaseListRequest,
-        LeaseListResult,
+        LeaseListRequest => LeaseListResult,
+        engine: lease_list,
+        needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
         "Leases currently held, by resource prefix, a page at a time."
     ),
     native!(
@@ -487,8 +663,9 @@ static SPECS: [OperationSpec; 76] = [
         "Create a run",
         Workflow,
         Write,
-        CreateRunRequest,
-        CreateRunResult,
+        CreateRunRequest => CreateRunResult,
+        engine: workflow_create,
+        needs: |r| vec![Need::Id(r.name.clone(), Write)],
         "Register a run (name, tags, input, max_attempts) for a worker to claim; returns a time-ordered run_id."
     ),
     native!(
@@ -497,8 +674,9 @@ static SPECS: [OperationSpec; 76] = [
         "Claim a run",
         Workflow,
         Write,
-        ClaimRequest,
-        ClaimResult,
+        ClaimRequest => ClaimResult,
+        engine: workflow_claim,
+        needs: auth::claim_needs,
         "Claim a run by run_id, or the oldest claimable one matching tags and name, under a lease that lapses unless renewed. Returns the token for checkpoint, heartbeat, complete and fail."
     ),
     native!(
@@ -507,8 +685,9 @@ static SPECS: [OperationSpec; 76] = [
         "Checkpoint a step",
         Workflow,
         IdempotentWrite,
-        CheckpointRequest,
-        CheckpointResult,
+        CheckpointRequest => CheckpointResult,
+        engine: workflow_checkpoint,
+        needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
         "Record a finished step's output as the run's holder with its token. Steps start at 1 and advance by one; re-sending a recorded step with the same output is harmless."
     ),
     native!(
@@ -517,8 +696,9 @@ static SPECS: [OperationSpec; 76] = [
         "Renew a claim",
         Workflow,
         Write,
-        HeartbeatRequest,
-        HeartbeatResult,
+        HeartbeatRequest => HeartbeatResult,
+        engine: workflow_heartbeat,
+        needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
         "Renew your claim on a run before its lease lapses."
     ),
     native!(
@@ -527,8 +707,9 @@ static SPECS: [OperationSpec; 76] = [
         "Resume a run",
         Workflow,
         ReadOnly,
-        RunRequest,
-        ResumeResult,
+        RunRequest => ResumeResult,
+        engine: workflow_resume,
+        needs: |r| vec![Need::Run(r.run_id.clone(), Read)],
         "Everything a worker needs to continue a run: status, attempt, input and every accepted step's output."
     ),
     native!(
@@ -537,8 +718,9 @@ static SPECS: [OperationSpec; 76] = [
         "Complete a run",
         Workflow,
         IdempotentWrite,
-        CompleteRequest,
-        FinishResult,
+        CompleteRequest => FinishResult,
+        engine: workflow_complete,
+        needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
         "Finish a run you hold, with its result."
     ),
     native!(
@@ -547,8 +729,9 @@ static SPECS: [OperationSpec; 76] = [
         "Fail an attempt",
         Workflow,
         Write,
-        FailRequest,
-        FinishResult,
+        FailRequest => FinishResult,
+        engine: workflow_fail,
+        needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
         "Report that your attempt failed. Retryable failures return the run to the queue until max_attempts; others fail it."
     ),
     native!(
@@ -557,8 +740,9 @@ static SPECS: [OperationSpec; 76] = [
         "Cancel a run",
         Workflow,
         IdempotentWrite,
-        CancelRequest,
-        CancelResult,
+        CancelRequest => CancelResult,
+        engine: workflow_cancel,
+        needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
         "Cancel a run that has not finished; its worker's later writes are refused."
     ),
     native!(
@@ -567,8 +751,9 @@ static SPECS: [OperationSpec; 76] = [
         "Run status",
         Workflow,
         ReadOnly,
-        RunRequest,
-        RunStatusResult,
+        RunRequest => RunStatusResult,
+        engine: workflow_status,
+        needs: |r| vec![Need::Run(r.run_id.clone(), Read)],
         "A run's status, attempt, last step and holder, without step outputs."
     ),
     native!(
@@ -577,8 +762,9 @@ static SPECS: [OperationSpec; 76] = [
         "List runs",
         Workflow,
         ReadOnly,
-        ListRunsRequest,
-        ListRunsResult,
+        ListRunsRequest => ListRunsResult,
+        engine: workflow_list,
+        needs: |r| vec![auth::runs_named(r.name.clone())],
         "Runs filtered by status, name and tags, oldest first, a page at a time."
     ),
     native!(
@@ -587,8 +773,9 @@ static SPECS: [OperationSpec; 76] = [
         "Discover claimable runs",
         Workflow,
         ReadOnly,
-        DiscoverRequest,
-        ListRunsResult,
+        DiscoverRequest => ListRunsResult,
+        engine: workflow_discover,
+        needs: |r| vec![auth::runs_named(r.name.clone())],
         "Runs a worker could claim now, filtered by name and tags, oldest first, a page at a time."
     ),
     native!(
@@ -597,8 +784,9 @@ static SPECS: [OperationSpec; 76] = [
         "Save a session",
         Session,
         Write,
-        SessionSaveRequest,
-        SessionSaveResult,
+        SessionSaveRequest => SessionSaveResult,
+        engine: session_save,
+        needs: |r| vec![Need::Id(r.session_id.clone(), Write)],
         "Save a context snapshot under a session id; every save is kept as a new version."
     ),
     native!(
@@ -607,8 +795,9 @@ static SPECS: [OperationSpec; 76] = [
         "Restore a session",
         Session,
         ReadOnly,
-        SessionRestoreRequest,
-        SessionRestoreResult,
+        SessionRestoreRequest => SessionRestoreResult,
+        engine: session_restore,
+        needs: |r| vec![Need::Id(r.session_id.clone(), Read)],
         "Restore a session's latest context, or a given version."
     ),
     native!(
@@ -617,8 +806,9 @@ static SPECS: [OperationSpec; 76] = [
         "List sessions",
         Session,
         ReadOnly,
-        SessionListRequest,
-        SessionListResult,
+        SessionListRequest => SessionListResult,
+        engine: session_list,
+        needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
         "Sessions by id prefix with their latest version."
     ),
     native!(
@@ -627,8 +817,9 @@ static SPECS: [OperationSpec; 76] = [
         "Store health",
         Admin,
         ReadOnly,
-        HealthRequest,
-        HealthResult,
+        HealthRequest => HealthResult,
+        local: local::health,
+        needs: |_| vec![Need::Nothing],
         "Store status: backend, revision, key count, database size, uptime."
     ),
     native!(
@@ -637,8 +828,9 @@ static SPECS: [OperationSpec; 76] = [
         "Wipe the store",
         Admin,
         Write,
-        ResetRequest,
-        ResetResult,
+        ResetRequest => ResetResult,
+        engine: reset,
+        needs: |_| vec![Need::Prefix(String::new(), Admin)],
         "Irreversibly delete every key, lease, run, session and all history. Requires confirm: \"DELETE EVERYTHING\"."
     ),
     native!(
@@ -647,8 +839,9 @@ static SPECS: [OperationSpec; 76] = [
         "Wait for changes",
         Watch,
         ReadOnly,
-        WatchRequest,
-        WatchResult,
+        WatchRequest => WatchResult,
+        local: local::long_poll,
+        needs: auth::watch_needs,
         "Wait (up to timeout_seconds, default 25) for changes after `after_revision` to a key or prefix, or a lease, run or session (`kind`); returns them in order with the revision to pass next time. Instead of polling."
     ),
     native!(
@@ -657,8 +850,9 @@ static SPECS: [OperationSpec; 76] = [
         "Save a checkpoint",
         Checkpoint,
         Write,
-        CheckpointSaveRequest,
-        CheckpointSaveResult,
+        CheckpointSaveRequest => CheckpointSaveResult,
+        engine: checkpoint_save,
+        needs: |_| vec![Need::Prefix(String::new(), Write)],
         "Save where your work stands so you or another agent can resume it: description (or thesis), highlights, files, work_context; research fields optional. Returns a time-ordered id."
     ),
     native!(
@@ -667,8 +861,9 @@ static SPECS: [OperationSpec; 76] = [
         "Restore a checkpoint",
         Checkpoint,
         ReadOnly,
-        CheckpointRestoreRequest,
-        CheckpointRestoreResult,
+        CheckpointRestoreRequest => CheckpointRestoreResult,
+        engine: checkpoint_restore,
+        needs: |_| vec![Need::Prefix(String::new(), Read)],
         "Get a checkpoint back as data plus markdown context: the workspace's latest, or by id (prefix), query or session_id. Includes the session's accumulated highlights."
     ),
     native!(
@@ -677,8 +872,9 @@ static SPECS: [OperationSpec; 76] = [
         "Search checkpoints",
         Checkpoint,
         ReadOnly,
-        CheckpointSearchRequest,
-        CheckpointSearchResult,
+        CheckpointSearchRequest => CheckpointSearchResult,
+        engine: checkpoint_search,
+        needs: |_| vec![Need::Prefix(String::new(), Read)],
         "Find checkpoints by text, most relevant first, optionally since a time and in one workspace."
     ),
     native!(
@@ -687,8 +883,9 @@ static SPECS: [OperationSpec; 76] = [
         "Checkpoint timeline",
         Checkpoint,
         ReadOnly,
-        CheckpointTimelineRequest,
-        CheckpointTimelineResult,
+        CheckpointTimelineRequest => CheckpointTimelineResult,
+        engine: checkpoint_timeline,
+        needs: |_| vec![Need::Prefix(String::new(), Read)],
         "What was done recently (1h, 24h, 7d, 30d), newest first, by day and workspace."
     ),
     native!(
@@ -697,8 +894,9 @@ static SPECS: [OperationSpec; 76] = [
         "Save a note",
         Knowledge,
         Write,
-        KnowledgeSaveRequest,
-        KnowledgeSaveResult,
+        KnowledgeSaveRequest => KnowledgeSaveResult,
+        engine: knowledge_save,
+        needs: |r| vec![Need::Id(r.id.clone(), Write)],
         "Save a markdown note under an id, with keywords and scope, for later recall. Saving an id again is a new version; pass expected_version to avoid overwriting another agent's."
     ),
     native!(
@@ -707,8 +905,9 @@ static SPECS: [OperationSpec; 76] = [
         "Recall notes",
         Knowledge,
         ReadOnly,
-        KnowledgeRecallRequest,
-        KnowledgeRecallResult,
+        KnowledgeRecallRequest => KnowledgeRecallResult,
+        engine: knowledge_recall,
+        needs: |_| vec![Need::Prefix(String::new(), Read)],
         "The notes most relevant to a query (BM25), packed into max_tokens, with a ready-to-use formatted_context."
     ),
     native!(
@@ -717,8 +916,9 @@ static SPECS: [OperationSpec; 76] = [
         "List notes",
         Knowledge,
         ReadOnly,
-        KnowledgeListRequest,
-        KnowledgeListResult,
+        KnowledgeListRequest => KnowledgeListResult,
+        engine: knowledge_list,
+        needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
         "Notes by id prefix and scope, without content, a page at a time."
     ),
     native!(
@@ -727,8 +927,9 @@ static SPECS: [OperationSpec; 76] = [
         "Delete a note",
         Knowledge,
         IdempotentWrite,
-        KnowledgeDeleteRequest,
-        KnowledgeDeleteResult,
+        KnowledgeDeleteRequest => KnowledgeDeleteResult,
+        engine: knowledge_delete,
+        needs: |r| vec![Need::Id(r.id.clone(), Write)],
         "Delete a note, optionally only if expected_version matches."
     ),
     native!(
@@ -737,8 +938,9 @@ static SPECS: [OperationSpec; 76] = [
         "Export records",
         Transfer,
         ReadOnly,
-        ExportRequest,
-        ExportResult,
+        ExportRequest => ExportResult,
+        engine: export,
+        needs: |_| vec![Need::Prefix(String::new(), Read)],
         "Every stored record (keys, leases, runs, sessions, checkpoints, notes) with version, times and writer, a page at a time: a dump for store_import."
     ),
     native!(
@@ -747,8 +949,9 @@ static SPECS: [OperationSpec; 76] = [
         "Import records",
         Transfer,
         IdempotentWrite,
-        ImportRequest,
-        ImportResult,
+        ImportRequest => ImportResult,
+        engine: import,
+        needs: |_| vec![Need::Prefix(String::new(), Admin)],
         "Write exported records (up to 1000, one transaction) keeping their versions. Records already there unchanged are skipped; differing ones are reported as conflicts, never overwritten. dry_run decides without writing."
     ),
     text!(
@@ -938,6 +1141,7 @@ static SPECS: [OperationSpec; 76] = [
         Write,
         sc::NoArgs,
         sc::ResetResult,
+        needs: WholeStoreAdmin,
         "Irreversibly wipe all data: keys, leases, workflows, steps, history and sessions."
     ),
     sidecar!(
@@ -1074,6 +1278,8 @@ static SPECS: [OperationSpec; 76] = [
         PlainText,
         gf::CheckpointArgs,
         None,
+        Runner::Compat,
+        Needs::WholeStore,
         "Save progress (give description) or get context back (default: restore the latest). query searches, range shows a timeline. Save after finishing a task or before a break; restore when resuming."
     ),
 ];

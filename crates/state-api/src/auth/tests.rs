@@ -143,7 +143,8 @@ fn a_wipe_in_a_replaced_servers_shape_needs_admin_like_ours() {
     let file = "[[token]]\nname = \"writer\"\nsecret = \"writer-secret-0123456789\"\nprefixes = [\"\"]\nrights = [\"read\", \"write\"]\n";
     let writer = Tokens::parse(file).unwrap().authenticate("writer-secret-0123456789").cloned().unwrap();
     for op in [Operation::StateReset, Operation::SidecarReset] {
-        let refused = needs(op, &json!({})).iter().any(|need| check(&writer, op, need, None).is_err());
+        let args = json!({"confirm": "DELETE EVERYTHING"});
+        let refused = needs(op, &args).iter().any(|need| check(&writer, op, need, None).is_err());
         assert!(refused, "{} with a write token", op.id());
     }
     assert!(allowed("root-secret-0123456789ab", Operation::SidecarReset, json!({})));

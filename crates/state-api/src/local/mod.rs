@@ -9,12 +9,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::catalog::{Operation, Profile};
+use crate::catalog::{Operation, Runner};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use state_core::InvalidInput;
-use state_core::ops::health::OwnerInfo;
+use state_core::ops::health::{HealthRequest, HealthResult, OwnerInfo};
 use state_core::ops::watch::{WatchRequest, WatchResult};
 use state_store::backend::postgres::{PostgresBackend, PostgresOptions};
 use state_store::{
@@ -158,6 +158,10 @@ impl Local {
         &self.host
     }
 
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
     pub async fn call(&self, op: Operation, args: Value) -> Reply {
         self.call_with_id(op, args, None).await
     }
@@ -189,65 +193,25 @@ impl Local {
     }
 }
 
+/// Runs `op` as its declaration in the catalog says.
 async fn dispatch(local: &Local, op: Operation, args: Value, id: Option<String>) -> Result<Reply, CallError> {
-    use Operation::*;
-    let engine = &local.engine;
-    if op.spec().profile != Profile::Native {
-        return compat::call(engine, op, args, id).await;
+    match op.spec().runner() {
+        Runner::Engine(run) => run(local, with_request_id(args, id)).await,
+        Runner::Compat => compat::call(&local.engine, op, args, id).await,
     }
-    let args = with_request_id(args, id);
-    match op {
-        StateGet => reply(engine.get(parse(args)?).await),
-        StateSet => reply(engine.set(parse(args)?).await),
-        StateDelete => reply(engine.delete(parse(args)?).await),
-        StateList => reply(engine.list(parse(args)?).await),
-        StateBatchGet => reply(engine.batch_get(parse(args)?).await),
-        StateTxn => reply(engine.txn(parse(args)?).await),
-        HistoryLog => reply(engine.history(parse(args)?).await),
-        LeaseAcquire => reply(engine.lease_acquire(parse(args)?).await),
-        LeaseRenew => reply(engine.lease_renew(parse(args)?).await),
-        LeaseRelease => reply(engine.lease_release(parse(args)?).await),
-        LeaseGet => reply(engine.lease_get(parse(args)?).await),
-        LeaseList => reply(engine.lease_list(parse(args)?).await),
-        WorkflowCreate => reply(engine.workflow_create(parse(args)?).await),
-        WorkflowClaim => reply(engine.workflow_claim(parse(args)?).await),
-        WorkflowCheckpoint => reply(engine.workflow_checkpoint(parse(args)?).await),
-        WorkflowHeartbeat => reply(engine.workflow_heartbeat(parse(args)?).await),
-        WorkflowResume => reply(engine.workflow_resume(parse(args)?).await),
-        WorkflowComplete => reply(engine.workflow_complete(parse(args)?).await),
-        WorkflowFail => reply(engine.workflow_fail(parse(args)?).await),
-        WorkflowCancel => reply(engine.workflow_cancel(parse(args)?).await),
-        WorkflowStatus => reply(engine.workflow_status(parse(args)?).await),
-        WorkflowList => reply(engine.workflow_list(parse(args)?).await),
-        WorkflowDiscover => reply(engine.workflow_discover(parse(args)?).await),
-        SessionSave => reply(engine.session_save(parse(args)?).await),
-        SessionRestore => reply(engine.session_restore(parse(args)?).await),
-        SessionList => reply(engine.session_list(parse(args)?).await),
-        StateHealth => {
-            parse::<state_core::ops::health::HealthRequest>(args)?;
-            let mut health = engine.health().await?;
-            health.owner = Some(local.host.info());
-            reply(Ok(health))
-        }
-        StateReset => reply(engine.reset(parse(args)?).await),
-        StateWatch => reply(long_poll(engine, parse(args)?).await),
-        CheckpointSave => reply(engine.checkpoint_save(parse(args)?).await),
-        CheckpointRestore => reply(engine.checkpoint_restore(parse(args)?).await),
-        CheckpointSearch => reply(engine.checkpoint_search(parse(args)?).await),
-        CheckpointTimeline => reply(engine.checkpoint_timeline(parse(args)?).await),
-        KnowledgeSave => reply(engine.knowledge_save(parse(args)?).await),
-        KnowledgeRecall => reply(engine.knowledge_recall(parse(args)?).await),
-        KnowledgeList => reply(engine.knowledge_list(parse(args)?).await),
-        KnowledgeDelete => reply(engine.knowledge_delete(parse(args)?).await),
-        StoreExport => reply(engine.export(parse(args)?).await),
-        StoreImport => reply(engine.import(parse(args)?).await),
-        other => Err(CallError::Arguments(format!("`{}` is not a native operation", other.id()))),
-    }
+}
+
+/// `state_health`: the engine's, with who serves it.
+pub(crate) async fn health(local: &Local, _request: HealthRequest) -> Result<HealthResult, EngineError> {
+    let mut health = local.engine.health().await?;
+    health.owner = Some(local.host.info());
+    Ok(health)
 }
 
 /// `state_watch`: wait for the first change after the revision asked for (or the timeout),
 /// then take whatever else has already been committed, up to the limit, without waiting.
-async fn long_poll(engine: &Engine, request: WatchRequest) -> Result<WatchResult, EngineError> {
+pub(crate) async fn long_poll(local: &Local, request: WatchRequest) -> Result<WatchResult, EngineError> {
+    let engine = &local.engine;
     request.validate()?;
     let (wait, limit) = (Duration::from_millis(request.wait_millis()?), request.limit()?);
     let mut watch = engine.watch(request).await?;
@@ -287,7 +251,7 @@ pub(crate) fn parse<T: DeserializeOwned>(args: Value) -> Result<T, CallError> {
     })
 }
 
-fn reply<T: Serialize + Classify>(result: Result<T, EngineError>) -> Result<Reply, CallError> {
+pub(crate) fn reply<T: Serialize + Classify>(result: Result<T, EngineError>) -> Result<Reply, CallError> {
     let result = result?;
     Ok(Reply::result(result.outcome(), encode(&result)?))
 }
