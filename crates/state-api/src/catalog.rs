@@ -51,6 +51,8 @@ use state_core::ops::workflow::{
 use crate::auth::{self, Need, Right::Admin, Right::Read, Right::Write};
 use crate::local::{self, CallError, Local};
 use crate::reply::Reply;
+use RestMethod::{Delete, Get, Post, Put};
+use RestShape::{ConflictIsAnAnswer, KvRead, KvWrite, Plain};
 
 pub type JsonObject = Map<String, Value>;
 
@@ -285,6 +287,56 @@ pub struct OperationSpec {
     output_schema: Option<fn() -> JsonObject>,
     run: Runner,
     needs: Needs,
+    /// Where it lives in the REST API, beside the seam route every operation has
+    /// (`POST /v1/call/{profile}/{name}`). `state_watch` streams at `GET /v1/watch` instead.
+    pub rest: Option<RestRoute>,
+}
+
+/// A REST route of an operation (`state-http` serves and documents it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestRoute {
+    pub method: RestMethod,
+    /// axum syntax: `{name}` is one segment, `{*name}` the rest of the path (ids contain `/`).
+    pub path: &'static str,
+    pub body: RestBody,
+    pub shape: RestShape,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestMethod {
+    Get,
+    Put,
+    Post,
+    Delete,
+}
+
+/// Where the rest of an operation's arguments come from, beyond path parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestBody {
+    /// No body: arguments come from the query string.
+    None,
+    /// A JSON object of arguments.
+    Args,
+    /// The body is one argument's JSON value (a key's value, a session's context); the others
+    /// come from the query string.
+    Field(&'static str),
+}
+
+/// HTTP conventions a route follows beyond the plain mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestShape {
+    /// Outcomes map to statuses; a conflict is 409.
+    Plain,
+    /// A conflict is an answer (a transaction's failure branch ran): 200.
+    ConflictIsAnAnswer,
+    /// `ETag` is the version; `If-None-Match` answers 304.
+    KvRead,
+    /// `If-Match` is `expected_version`, `If-None-Match: *` is create-only; 412 on conflict.
+    KvWrite,
+}
+
+const fn rest(method: RestMethod, path: &'static str, body: RestBody, shape: RestShape) -> Option<RestRoute> {
+    Some(RestRoute { method, path, body, shape })
 }
 
 /// A call running on an engine in this process.
@@ -428,6 +480,9 @@ macro_rules! typed_needs {
 
 macro_rules! spec {
     ($op:ident, $profile:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $presentation:ident, $req:ty, $res:expr, $run:expr, $needs:expr, $desc:literal) => {
+        spec!($op, $profile, $name, $title, $group, $effect, $presentation, $req, $res, $run, $needs, None, $desc)
+    };
+    ($op:ident, $profile:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $presentation:ident, $req:ty, $res:expr, $run:expr, $needs:expr, $rest:expr, $desc:literal) => {
         OperationSpec {
             operation: Operation::$op,
             name: $name,
@@ -441,6 +496,7 @@ macro_rules! spec {
             output_schema: $res,
             run: $run,
             needs: $needs,
+            rest: $rest,
         }
     };
 }
@@ -448,13 +504,13 @@ macro_rules! spec {
 /// A native operation: structured result with an output schema, run on the engine (or by a
 /// function of `local` given the engine's host).
 macro_rules! native {
-    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty => $res:ty, engine: $method:ident, needs: $needs:expr, $desc:literal) => {
-        native!(@declare $op, $name, $title, $group, $effect, $req, $res, runner!($req => $res, engine: $method), $needs, $desc)
+    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty => $res:ty, engine: $method:ident, needs: $needs:expr, rest: $rest:expr, $desc:literal) => {
+        native!(@declare $op, $name, $title, $group, $effect, $req, $res, runner!($req => $res, engine: $method), $needs, $rest, $desc)
     };
-    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty => $res:ty, local: $function:path, needs: $needs:expr, $desc:literal) => {
-        native!(@declare $op, $name, $title, $group, $effect, $req, $res, runner!($req => $res, local: $function), $needs, $desc)
+    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty => $res:ty, local: $function:path, needs: $needs:expr, rest: $rest:expr, $desc:literal) => {
+        native!(@declare $op, $name, $title, $group, $effect, $req, $res, runner!($req => $res, local: $function), $needs, $rest, $desc)
     };
-    (@declare $op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $run:expr, $needs:expr, $desc:literal) => {{
+    (@declare $op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $run:expr, $needs:expr, $rest:expr, $desc:literal) => {{
         records_retries!($effect, $req, $name);
         spec!(
             $op,
@@ -468,6 +524,7 @@ macro_rules! native {
             Some(output_schema::<$res>),
             $run,
             typed_needs!($req, $needs),
+            $rest,
             $desc
         )
     }};
@@ -500,7 +557,20 @@ macro_rules! sidecar {
 /// trait's return value (caxton).
 macro_rules! text {
     ($op:ident, $profile:ident, $presentation:ident, $name:literal, $effect:ident, $req:ty, $desc:literal) => {
-        spec!($op, $profile, $name, $name, Kv, $effect, $presentation, $req, None, Runner::Compat, Needs::WholeStore, $desc)
+        spec!(
+            $op,
+            $profile,
+            $name,
+            $name,
+            Kv,
+            $effect,
+            $presentation,
+            $req,
+            None,
+            Runner::Compat,
+            Needs::WholeStore,
+            $desc
+        )
     };
 }
 
@@ -534,6 +604,7 @@ static SPECS: [OperationSpec; 76] = [
         GetRequest => GetResult,
         engine: get,
         needs: |r| vec![Need::Id(r.key.clone(), Read)],
+        rest: rest(Get, "/v1/kv/{*key}", RestBody::None, KvRead),
         "Read a key's JSON value, version and store revision. Pass `version` or `revision` to read it as it was earlier."
     ),
     native!(
@@ -545,6 +616,7 @@ static SPECS: [OperationSpec; 76] = [
         SetRequest => SetResult,
         engine: set,
         needs: |r| [vec![Need::Id(r.key.clone(), Write)], auth::fenced(&r.lease)].concat(),
+        rest: rest(Put, "/v1/kv/{*key}", RestBody::Field("value"), KvWrite),
         "Write a JSON value. Pass `expected_version` from your last read (0 = create only) so you never overwrite another agent's change; a conflict returns the current version and value to retry with."
     ),
     native!(
@@ -556,6 +628,7 @@ static SPECS: [OperationSpec; 76] = [
         DeleteRequest => DeleteResult,
         engine: delete,
         needs: |r| [vec![Need::Id(r.key.clone(), Write)], auth::fenced(&r.lease)].concat(),
+        rest: rest(Delete, "/v1/kv/{*key}", RestBody::None, KvWrite),
         "Delete a key, optionally only if `expected_version` matches."
     ),
     native!(
@@ -567,6 +640,7 @@ static SPECS: [OperationSpec; 76] = [
         ListRequest => ListResult,
         engine: list,
         needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
+        rest: rest(Get, "/v1/kv", RestBody::None, Plain),
         "List keys under a prefix in key order with their versions (values if asked), a page at a time."
     ),
     native!(
@@ -578,6 +652,7 @@ static SPECS: [OperationSpec; 76] = [
         BatchGetRequest => BatchGetResult,
         engine: batch_get,
         needs: |r| r.keys.iter().map(|k| Need::Id(k.clone(), Read)).collect(),
+        rest: rest(Post, "/v1/kv:batchGet", RestBody::Args, Plain),
         "Read several keys from one consistent snapshot."
     ),
     native!(
@@ -589,6 +664,7 @@ static SPECS: [OperationSpec; 76] = [
         TxnRequest => TxnResult,
         engine: txn,
         needs: auth::txn_needs,
+        rest: rest(Post, "/v1/kv:txn", RestBody::Args, ConflictIsAnAnswer),
         "Atomic multi-key transaction: if every `compare` holds run the `success` ops, else the `failure` ops (get/put/delete), all under one revision."
     ),
     native!(
@@ -600,6 +676,7 @@ static SPECS: [OperationSpec; 76] = [
         HistoryRequest => HistoryResult,
         engine: history,
         needs: |r| auth::history_needs(r.kind, r.key.clone(), r.prefix.clone()),
+        rest: rest(Get, "/v1/history", RestBody::None, Plain),
         "Changes with revision, op, version, agent and time: keys, leases, runs, sessions (`kind`), for one id, a prefix or everything; page forward with `since_revision`."
     ),
     native!(
@@ -611,6 +688,7 @@ static SPECS: [OperationSpec; 76] = [
         AcquireRequest => AcquireResult,
         engine: lease_acquire,
         needs: |r| vec![Need::Id(r.resource_id.clone(), Write)],
+        rest: rest(Post, "/v1/leases:acquire", RestBody::Args, Plain),
         "Take an exclusive lease on a resource for ttl_seconds, or learn who holds it. A grant returns a fencing token larger than any before: pass `lease` and `token` on writes it guards."
     ),
     native!(
@@ -622,6 +700,7 @@ static SPECS: [OperationSpec; 76] = [
         RenewRequest => HoldResult,
         engine: lease_renew,
         needs: |r| vec![Need::Id(r.resource_id.clone(), Write)],
+        rest: rest(Post, "/v1/leases:renew", RestBody::Args, Plain),
         "Extend a lease you hold (holder_id and token) to ttl_seconds from now."
     ),
     native!(
@@ -633,6 +712,7 @@ static SPECS: [OperationSpec; 76] = [
         ReleaseRequest => HoldResult,
         engine: lease_release,
         needs: |r| vec![Need::Id(r.resource_id.clone(), Write)],
+        rest: rest(Post, "/v1/leases:release", RestBody::Args, Plain),
         "Give up a lease you hold (holder_id and token), freeing the resource at once."
     ),
     native!(
@@ -644,6 +724,7 @@ static SPECS: [OperationSpec; 76] = [
         LeaseGetRequest => LeaseGetResult,
         engine: lease_get,
         needs: |r| vec![Need::Id(r.resource_id.clone(), Read)],
+        rest: rest(Get, "/v1/leases/{*resource_id}", RestBody::None, Plain),
         "Who holds a resource's lease and until when."
     ),
     native!(
@@ -655,6 +736,7 @@ static SPECS: [OperationSpec; 76] = [
         LeaseListRequest => LeaseListResult,
         engine: lease_list,
         needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
+        rest: rest(Get, "/v1/leases", RestBody::None, Plain),
         "Leases currently held, by resource prefix, a page at a time."
     ),
     native!(
@@ -666,6 +748,7 @@ static SPECS: [OperationSpec; 76] = [
         CreateRunRequest => CreateRunResult,
         engine: workflow_create,
         needs: |r| vec![Need::Id(r.name.clone(), Write)],
+        rest: rest(Post, "/v1/workflows", RestBody::Args, Plain),
         "Register a run (name, tags, input, max_attempts) for a worker to claim; returns a time-ordered run_id."
     ),
     native!(
@@ -677,6 +760,7 @@ static SPECS: [OperationSpec; 76] = [
         ClaimRequest => ClaimResult,
         engine: workflow_claim,
         needs: auth::claim_needs,
+        rest: rest(Post, "/v1/workflows:claim", RestBody::Args, Plain),
         "Claim a run by run_id, or the oldest claimable one matching tags and name, under a lease that lapses unless renewed. Returns the token for checkpoint, heartbeat, complete and fail."
     ),
     native!(
@@ -688,6 +772,7 @@ static SPECS: [OperationSpec; 76] = [
         CheckpointRequest => CheckpointResult,
         engine: workflow_checkpoint,
         needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
+        rest: rest(Post, "/v1/workflows/{run_id}/checkpoint", RestBody::Args, Plain),
         "Record a finished step's output as the run's holder with its token. Steps start at 1 and advance by one; re-sending a recorded step with the same output is harmless."
     ),
     native!(
@@ -699,6 +784,7 @@ static SPECS: [OperationSpec; 76] = [
         HeartbeatRequest => HeartbeatResult,
         engine: workflow_heartbeat,
         needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
+        rest: rest(Post, "/v1/workflows/{run_id}/heartbeat", RestBody::Args, Plain),
         "Renew your claim on a run before its lease lapses."
     ),
     native!(
@@ -710,6 +796,7 @@ static SPECS: [OperationSpec; 76] = [
         RunRequest => ResumeResult,
         engine: workflow_resume,
         needs: |r| vec![Need::Run(r.run_id.clone(), Read)],
+        rest: rest(Get, "/v1/workflows/{run_id}/resume", RestBody::None, Plain),
         "Everything a worker needs to continue a run: status, attempt, input and every accepted step's output."
     ),
     native!(
@@ -721,6 +808,7 @@ static SPECS: [OperationSpec; 76] = [
         CompleteRequest => FinishResult,
         engine: workflow_complete,
         needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
+        rest: rest(Post, "/v1/workflows/{run_id}/complete", RestBody::Args, Plain),
         "Finish a run you hold, with its result."
     ),
     native!(
@@ -732,6 +820,7 @@ static SPECS: [OperationSpec; 76] = [
         FailRequest => FinishResult,
         engine: workflow_fail,
         needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
+        rest: rest(Post, "/v1/workflows/{run_id}/fail", RestBody::Args, Plain),
         "Report that your attempt failed. Retryable failures return the run to the queue until max_attempts; others fail it."
     ),
     native!(
@@ -743,6 +832,7 @@ static SPECS: [OperationSpec; 76] = [
         CancelRequest => CancelResult,
         engine: workflow_cancel,
         needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
+        rest: rest(Post, "/v1/workflows/{run_id}/cancel", RestBody::Args, Plain),
         "Cancel a run that has not finished; its worker's later writes are refused."
     ),
     native!(
@@ -754,6 +844,7 @@ static SPECS: [OperationSpec; 76] = [
         RunRequest => RunStatusResult,
         engine: workflow_status,
         needs: |r| vec![Need::Run(r.run_id.clone(), Read)],
+        rest: rest(Get, "/v1/workflows/{run_id}", RestBody::None, Plain),
         "A run's status, attempt, last step and holder, without step outputs."
     ),
     native!(
@@ -765,6 +856,7 @@ static SPECS: [OperationSpec; 76] = [
         ListRunsRequest => ListRunsResult,
         engine: workflow_list,
         needs: |r| vec![auth::runs_named(r.name.clone())],
+        rest: rest(Get, "/v1/workflows", RestBody::None, Plain),
         "Runs filtered by status, name and tags, oldest first, a page at a time."
     ),
     native!(
@@ -776,6 +868,7 @@ static SPECS: [OperationSpec; 76] = [
         DiscoverRequest => ListRunsResult,
         engine: workflow_discover,
         needs: |r| vec![auth::runs_named(r.name.clone())],
+        rest: rest(Get, "/v1/workflows:discover", RestBody::None, Plain),
         "Runs a worker could claim now, filtered by name and tags, oldest first, a page at a time."
     ),
     native!(
@@ -787,6 +880,7 @@ static SPECS: [OperationSpec; 76] = [
         SessionSaveRequest => SessionSaveResult,
         engine: session_save,
         needs: |r| vec![Need::Id(r.session_id.clone(), Write)],
+        rest: rest(Put, "/v1/sessions/{*session_id}", RestBody::Field("context"), Plain),
         "Save a context snapshot under a session id; every save is kept as a new version."
     ),
     native!(
@@ -798,6 +892,7 @@ static SPECS: [OperationSpec; 76] = [
         SessionRestoreRequest => SessionRestoreResult,
         engine: session_restore,
         needs: |r| vec![Need::Id(r.session_id.clone(), Read)],
+        rest: rest(Get, "/v1/sessions/{*session_id}", RestBody::None, Plain),
         "Restore a session's latest context, or a given version."
     ),
     native!(
@@ -809,6 +904,7 @@ static SPECS: [OperationSpec; 76] = [
         SessionListRequest => SessionListResult,
         engine: session_list,
         needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
+        rest: rest(Get, "/v1/sessions", RestBody::None, Plain),
         "Sessions by id prefix with their latest version."
     ),
     native!(
@@ -820,6 +916,7 @@ static SPECS: [OperationSpec; 76] = [
         HealthRequest => HealthResult,
         local: local::health,
         needs: |_| vec![Need::Nothing],
+        rest: rest(Get, "/v1/health", RestBody::None, Plain),
         "Store status: backend, revision, key count, database size, uptime."
     ),
     native!(
@@ -831,6 +928,7 @@ static SPECS: [OperationSpec; 76] = [
         ResetRequest => ResetResult,
         engine: reset,
         needs: |_| vec![Need::Prefix(String::new(), Admin)],
+        rest: rest(Post, "/v1/admin:reset", RestBody::Args, Plain),
         "Irreversibly delete every key, lease, run, session and all history. Requires confirm: \"DELETE EVERYTHING\"."
     ),
     native!(
@@ -842,6 +940,7 @@ static SPECS: [OperationSpec; 76] = [
         WatchRequest => WatchResult,
         local: local::long_poll,
         needs: auth::watch_needs,
+        rest: None,
         "Wait (up to timeout_seconds, default 25) for changes after `after_revision` to a key or prefix, or a lease, run or session (`kind`); returns them in order with the revision to pass next time. Instead of polling."
     ),
     native!(
@@ -853,6 +952,7 @@ static SPECS: [OperationSpec; 76] = [
         CheckpointSaveRequest => CheckpointSaveResult,
         engine: checkpoint_save,
         needs: |_| vec![Need::Prefix(String::new(), Write)],
+        rest: rest(Post, "/v1/checkpoints", RestBody::Args, Plain),
         "Save where your work stands so you or another agent can resume it: description (or thesis), highlights, files, work_context; research fields optional. Returns a time-ordered id."
     ),
     native!(
@@ -864,6 +964,7 @@ static SPECS: [OperationSpec; 76] = [
         CheckpointRestoreRequest => CheckpointRestoreResult,
         engine: checkpoint_restore,
         needs: |_| vec![Need::Prefix(String::new(), Read)],
+        rest: rest(Get, "/v1/checkpoints:restore", RestBody::None, Plain),
         "Get a checkpoint back as data plus markdown context: the workspace's latest, or by id (prefix), query or session_id. Includes the session's accumulated highlights."
     ),
     native!(
@@ -875,6 +976,7 @@ static SPECS: [OperationSpec; 76] = [
         CheckpointSearchRequest => CheckpointSearchResult,
         engine: checkpoint_search,
         needs: |_| vec![Need::Prefix(String::new(), Read)],
+        rest: rest(Get, "/v1/checkpoints:search", RestBody::None, Plain),
         "Find checkpoints by text, most relevant first, optionally since a time and in one workspace."
     ),
     native!(
@@ -886,6 +988,7 @@ static SPECS: [OperationSpec; 76] = [
         CheckpointTimelineRequest => CheckpointTimelineResult,
         engine: checkpoint_timeline,
         needs: |_| vec![Need::Prefix(String::new(), Read)],
+        rest: rest(Get, "/v1/checkpoints:timeline", RestBody::None, Plain),
         "What was done recently (1h, 24h, 7d, 30d), newest first, by day and workspace."
     ),
     native!(
@@ -897,6 +1000,7 @@ static SPECS: [OperationSpec; 76] = [
         KnowledgeSaveRequest => KnowledgeSaveResult,
         engine: knowledge_save,
         needs: |r| vec![Need::Id(r.id.clone(), Write)],
+        rest: rest(Put, "/v1/knowledge/{*id}", RestBody::Args, Plain),
         "Save a markdown note under an id, with keywords and scope, for later recall. Saving an id again is a new version; pass expected_version to avoid overwriting another agent's."
     ),
     native!(
@@ -908,6 +1012,7 @@ static SPECS: [OperationSpec; 76] = [
         KnowledgeRecallRequest => KnowledgeRecallResult,
         engine: knowledge_recall,
         needs: |_| vec![Need::Prefix(String::new(), Read)],
+        rest: rest(Get, "/v1/knowledge:recall", RestBody::None, Plain),
         "The notes most relevant to a query (BM25), packed into max_tokens, with a ready-to-use formatted_context."
     ),
     native!(
@@ -919,6 +1024,7 @@ static SPECS: [OperationSpec; 76] = [
         KnowledgeListRequest => KnowledgeListResult,
         engine: knowledge_list,
         needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
+        rest: rest(Get, "/v1/knowledge", RestBody::None, Plain),
         "Notes by id prefix and scope, without content, a page at a time."
     ),
     native!(
@@ -930,6 +1036,7 @@ static SPECS: [OperationSpec; 76] = [
         KnowledgeDeleteRequest => KnowledgeDeleteResult,
         engine: knowledge_delete,
         needs: |r| vec![Need::Id(r.id.clone(), Write)],
+        rest: rest(Delete, "/v1/knowledge/{*id}", RestBody::None, Plain),
         "Delete a note, optionally only if expected_version matches."
     ),
     native!(
@@ -941,6 +1048,7 @@ static SPECS: [OperationSpec; 76] = [
         ExportRequest => ExportResult,
         engine: export,
         needs: |_| vec![Need::Prefix(String::new(), Read)],
+        rest: rest(Get, "/v1/store:export", RestBody::None, Plain),
         "Every stored record (keys, leases, runs, sessions, checkpoints, notes) with version, times and writer, a page at a time: a dump for store_import."
     ),
     native!(
@@ -952,6 +1060,7 @@ static SPECS: [OperationSpec; 76] = [
         ImportRequest => ImportResult,
         engine: import,
         needs: |_| vec![Need::Prefix(String::new(), Admin)],
+        rest: rest(Post, "/v1/store:import", RestBody::Args, Plain),
         "Write exported records (up to 1000, one transaction) keeping their versions. Records already there unchanged are skipped; differing ones are reported as conflicts, never overwritten. dry_run decides without writing."
     ),
     text!(
