@@ -120,6 +120,26 @@ fn the_mcp_server_never_prints_to_stdout() {
 }
 
 #[test]
+fn the_core_holds_no_protocol_and_each_operation_is_declared_in_one_place() {
+    // The catalog (names, tool groups, routes, what a token must cover) is the seam's; how a
+    // tool list trims schemas to save tokens is MCP's. Neither belongs to the domain.
+    let core = root().join("crates/state-core/src");
+    for file in rust_files(&core) {
+        let text = std::fs::read_to_string(&file).expect("readable source");
+        for word in ["enum Operation", "ToolGroup", "outputSchema", "tools/list"] {
+            assert!(!text.contains(word), "{}: `{word}` is a frontend concern, not the core's", file.display());
+        }
+    }
+    // Dispatch and authorization read the declaration: no second table of operations.
+    for file in ["crates/state-api/src/local/mod.rs", "crates/state-api/src/auth.rs"] {
+        let text = std::fs::read_to_string(root().join(file)).expect("readable source");
+        assert!(!text.contains("StateGet =>"), "{file} matches on operations again; declare it in catalog.rs");
+    }
+    let http = std::fs::read_to_string(root().join("crates/state-http/src/rest/routes.rs")).expect("routes.rs");
+    assert!(!http.contains("\"/v1/kv"), "REST routes are declared in the catalog, not in state-http");
+}
+
+#[test]
 fn crates_follow_the_layout() {
     for entry in std::fs::read_dir(root().join("crates")).expect("crates/") {
         let dir = entry.expect("entry").path();
