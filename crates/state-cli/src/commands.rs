@@ -1,10 +1,30 @@
 //! The commands, each turned into one operation of the catalog and its JSON arguments: the
 //! CLI adds no rule of its own (versions, leases and budgets are decided behind the seam).
 
-use anyhow::{Result, bail};
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use state_api::catalog::Operation;
+use state_core::ops::checkpoint::{
+    CheckpointRestoreRequest, CheckpointSaveRequest, CheckpointSearchRequest, CheckpointTimelineRequest, TimelineFormat,
+};
+use state_core::ops::health::HealthRequest;
+use state_core::ops::history::HistoryRequest;
+use state_core::ops::knowledge::{
+    KnowledgeDeleteRequest, KnowledgeListRequest, KnowledgeRecallRequest, KnowledgeSaveRequest,
+};
+use state_core::ops::kv::{DeleteRequest, GetRequest, ListRequest, SetRequest};
+use state_core::ops::lease::{AcquireRequest, LeaseListRequest, ReleaseRequest, RenewRequest};
+use state_core::ops::session::{SessionListRequest, SessionRestoreRequest, SessionSaveRequest};
+use state_core::ops::txn::TxnRequest;
+use state_core::ops::workflow::{
+    CancelRequest, CheckpointRequest, ClaimRequest, CompleteRequest, CreateRunRequest, FailRequest, ListRunsRequest,
+    RunRequest,
+};
 
 use crate::input;
 
@@ -254,16 +274,6 @@ pub(crate) struct Claimed {
     fencing_token: u64,
 }
 
-impl Claimed {
-    fn args(&self) -> Map<String, Value> {
-        let mut args = Map::new();
-        args.insert("run_id".into(), json!(self.run));
-        args.insert("agent_id".into(), json!(self.agent));
-        args.insert("token".into(), json!(self.fencing_token));
-        args
-    }
-}
-
 #[derive(Debug, Subcommand)]
 pub(crate) enum SessionCommand {
     /// Save a snapshot (JSON, @FILE or -)
@@ -392,12 +402,28 @@ fn args(value: Value) -> Value {
     }
 }
 
-fn tags(tags: &[(String, String)]) -> Value {
-    Value::Object(tags.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect())
+/// A typed request as the seam takes it: JSON, without the options left out (absent, not
+/// null, so a joiner's own idempotency key still goes in).
+pub(crate) fn request_args<T: Serialize>(request: T) -> Result<Value, serde_json::Error> {
+    Ok(args(serde_json::to_value(request)?))
 }
 
-fn seconds(d: Option<std::time::Duration>) -> Value {
-    d.map_or(Value::Null, |d| json!(d.as_secs_f64()))
+fn typed<T: Serialize>(op: Operation, request: T) -> Result<(Operation, Value)> {
+    Ok((op, request_args(request)?))
+}
+
+/// A flag's text as the request's own type reads it (an enum's variants, say).
+fn choice<T: DeserializeOwned>(flag: &str, text: Option<&String>) -> Result<Option<T>> {
+    text.map(|text| serde_json::from_value(Value::String(text.clone())).map_err(|e| anyhow::anyhow!("--{flag}: {e}")))
+        .transpose()
+}
+
+fn tags(tags: &[(String, String)]) -> BTreeMap<String, String> {
+    tags.iter().cloned().collect()
+}
+
+fn seconds(d: Option<std::time::Duration>) -> Option<f64> {
+    d.map(|d| d.as_secs_f64())
 }
 
 fn optional_json(argument: Option<&str>, what: &str) -> Result<Value> {
@@ -407,129 +433,264 @@ fn optional_json(argument: Option<&str>, what: &str) -> Result<Value> {
     }
 }
 
-/// The operation a command runs and its arguments. `ls` and `watch` are driven by the caller
-/// (paging, streaming); this gives their first request.
+/// The operation a command runs and its arguments, built as the operation's typed request.
+/// `ls` and `watch` are driven by the caller (paging, streaming); this gives their first request.
 pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
     use Operation as Op;
-    Ok(match command {
+    match command {
         Command::Get { key, version, revision } => {
-            (Op::StateGet, args(json!({"key": key, "version": version, "revision": revision})))
+            typed(Op::StateGet, GetRequest { key: key.clone(), version: *version, revision: *revision })
         }
         Command::Put { key, value, if_version, create_only, ttl, raw, who } => {
             let value = input::json(value.as_deref(), "value", *raw)?;
-            let expected = if *create_only { Some(0) } else { *if_version };
-            let a = json!({"key": key, "value": value, "expected_version": expected, "ttl_seconds": seconds(*ttl), "agent_id": who.agent});
-            (Op::StateSet, args(a))
+            let request = SetRequest {
+                key: key.clone(),
+                value,
+                expected_version: if *create_only { Some(0) } else { *if_version },
+                ttl_seconds: seconds(*ttl),
+                agent_id: who.agent.clone(),
+                lease: None,
+                token: None,
+                request_id: None,
+            };
+            typed(Op::StateSet, request)
         }
         Command::Del { key, if_version, who } => {
-            (Op::StateDelete, args(json!({"key": key, "expected_version": if_version, "agent_id": who.agent})))
+            let request = DeleteRequest {
+                key: key.clone(),
+                expected_version: *if_version,
+                agent_id: who.agent.clone(),
+                ..DeleteRequest::default()
+            };
+            typed(Op::StateDelete, request)
         }
         Command::Ls { prefix, values, .. } => {
-            (Op::StateList, json!({"prefix": prefix, "include_values": values, "limit": state_core::limits::MAX_PAGE}))
+            let request = ListRequest {
+                prefix: prefix.clone(),
+                include_values: *values,
+                limit: Some(state_core::limits::MAX_PAGE),
+                cursor: None,
+            };
+            typed(Op::StateList, request)
         }
         Command::History { key, prefix, kind, since, n } => {
-            let a = json!({"key": key, "prefix": prefix, "kind": kind, "since_revision": since, "n": n});
-            (Op::HistoryLog, args(a))
+            let request = HistoryRequest {
+                kind: choice("kind", kind.as_ref())?,
+                key: key.clone(),
+                prefix: prefix.clone(),
+                since_revision: *since,
+                n: *n,
+                include_values: None,
+            };
+            typed(Op::HistoryLog, request)
         }
-        Command::Txn { file } => (Op::StateTxn, input::json(Some(&as_input(file)), "transaction", false)?),
+        Command::Txn { file } => {
+            let text = input::json(Some(&as_input(file)), "transaction", false)?;
+            let request: TxnRequest = serde_json::from_value(text).context("the transaction file")?;
+            typed(Op::StateTxn, request)
+        }
         Command::Watch { .. } => bail!("watch streams: it is not one call"),
         Command::Export(_) | Command::Import(_) => bail!("export and import page through the store: not one call"),
         Command::Tui => bail!("the inspector is interactive: not one call"),
         Command::Lease(lease) => match lease {
-            LeaseCommand::Acquire { resource, holder, ttl } => (
-                Op::LeaseAcquire,
-                json!({"resource_id": resource, "holder_id": holder, "ttl_seconds": ttl.as_secs_f64()}),
-            ),
-            LeaseCommand::Renew { resource, holder, fencing_token: token, ttl } => (
-                Op::LeaseRenew,
-                json!({"resource_id": resource, "holder_id": holder, "token": token, "ttl_seconds": ttl.as_secs_f64()}),
-            ),
-            LeaseCommand::Release { resource, holder, fencing_token: token } => {
-                (Op::LeaseRelease, json!({"resource_id": resource, "holder_id": holder, "token": token}))
+            LeaseCommand::Acquire { resource, holder, ttl } => {
+                let request = AcquireRequest {
+                    resource_id: resource.clone(),
+                    holder_id: holder.clone(),
+                    ttl_seconds: ttl.as_secs_f64(),
+                    request_id: None,
+                };
+                typed(Op::LeaseAcquire, request)
             }
-            LeaseCommand::Ls { prefix } => (Op::LeaseList, json!({"prefix": prefix})),
+            LeaseCommand::Renew { resource, holder, fencing_token, ttl } => {
+                let request = RenewRequest {
+                    resource_id: resource.clone(),
+                    holder_id: holder.clone(),
+                    token: *fencing_token,
+                    ttl_seconds: ttl.as_secs_f64(),
+                    request_id: None,
+                };
+                typed(Op::LeaseRenew, request)
+            }
+            LeaseCommand::Release { resource, holder, fencing_token } => {
+                let request = ReleaseRequest {
+                    resource_id: resource.clone(),
+                    holder_id: holder.clone(),
+                    token: *fencing_token,
+                    request_id: None,
+                };
+                typed(Op::LeaseRelease, request)
+            }
+            LeaseCommand::Ls { prefix } => {
+                typed(Op::LeaseList, LeaseListRequest { prefix: prefix.clone(), ..LeaseListRequest::default() })
+            }
         },
         Command::Workflow(workflow) => match workflow {
             WorkflowCommand::Create { name, input, tags: t, max_attempts } => {
-                let input = optional_json(input.as_deref(), "input")?;
-                let a = json!({"name": name, "input": input, "tags": tags(t), "max_attempts": max_attempts});
-                (Op::WorkflowCreate, args(a))
+                let request = CreateRunRequest {
+                    name: name.clone(),
+                    tags: tags(t),
+                    input: optional_json(input.as_deref(), "input")?,
+                    max_attempts: *max_attempts,
+                    agent_id: None,
+                    request_id: None,
+                };
+                typed(Op::WorkflowCreate, request)
             }
             WorkflowCommand::Claim { agent, run, name, tags: t, ttl } => {
-                let a = json!({"agent_id": agent, "run_id": run, "name": name, "tags": tags(t), "lease_ttl_seconds": seconds(*ttl)});
-                (Op::WorkflowClaim, args(a))
+                let request = ClaimRequest {
+                    agent_id: agent.clone(),
+                    lease_ttl_seconds: seconds(*ttl),
+                    run_id: run.clone(),
+                    tags: tags(t),
+                    name: name.clone(),
+                    request_id: None,
+                };
+                typed(Op::WorkflowClaim, request)
             }
             WorkflowCommand::Checkpoint { claim, step, output } => {
-                let mut a = claim.args();
-                a.insert("step".into(), json!(step));
-                a.insert("output".into(), input::json(output.as_deref(), "step output", false)?);
-                (Op::WorkflowCheckpoint, Value::Object(a))
+                let request = CheckpointRequest {
+                    run_id: claim.run.clone(),
+                    agent_id: claim.agent.clone(),
+                    token: claim.fencing_token,
+                    step: *step,
+                    output: input::json(output.as_deref(), "step output", false)?,
+                    request_id: None,
+                };
+                typed(Op::WorkflowCheckpoint, request)
             }
-            WorkflowCommand::Resume { run } => (Op::WorkflowResume, json!({"run_id": run})),
+            WorkflowCommand::Resume { run } => typed(Op::WorkflowResume, RunRequest { run_id: run.clone() }),
             WorkflowCommand::Complete { claim, result } => {
-                let mut a = claim.args();
-                a.insert("result".into(), optional_json(result.as_deref(), "result")?);
-                (Op::WorkflowComplete, Value::Object(a))
+                let request = CompleteRequest {
+                    run_id: claim.run.clone(),
+                    agent_id: claim.agent.clone(),
+                    token: claim.fencing_token,
+                    result: optional_json(result.as_deref(), "result")?,
+                    request_id: None,
+                };
+                typed(Op::WorkflowComplete, request)
             }
             WorkflowCommand::Fail { claim, error, retryable } => {
-                let mut a = claim.args();
-                a.insert("error".into(), json!(error));
-                a.insert("retryable".into(), json!(retryable));
-                (Op::WorkflowFail, Value::Object(a))
+                let request = FailRequest {
+                    run_id: claim.run.clone(),
+                    agent_id: claim.agent.clone(),
+                    token: claim.fencing_token,
+                    error: error.clone(),
+                    retryable: *retryable,
+                    request_id: None,
+                };
+                typed(Op::WorkflowFail, request)
             }
             WorkflowCommand::Cancel { run, reason } => {
-                (Op::WorkflowCancel, args(json!({"run_id": run, "reason": reason})))
+                let request =
+                    CancelRequest { run_id: run.clone(), reason: reason.clone(), agent_id: None, request_id: None };
+                typed(Op::WorkflowCancel, request)
             }
-            WorkflowCommand::Ls { status, name } => (Op::WorkflowList, args(json!({"status": status, "name": name}))),
+            WorkflowCommand::Ls { status, name } => {
+                let request = ListRunsRequest {
+                    status: choice("status", status.as_ref())?,
+                    name: name.clone(),
+                    ..ListRunsRequest::default()
+                };
+                typed(Op::WorkflowList, request)
+            }
         },
         Command::Session(session) => match session {
             SessionCommand::Save { id, context } => {
                 let context = input::json(context.as_deref(), "context", false)?;
-                (Op::SessionSave, json!({"session_id": id, "context": context}))
+                let request = SessionSaveRequest { session_id: id.clone(), context, agent_id: None, request_id: None };
+                typed(Op::SessionSave, request)
             }
             SessionCommand::Restore { id, version } => {
-                (Op::SessionRestore, args(json!({"session_id": id, "version": version})))
+                typed(Op::SessionRestore, SessionRestoreRequest { session_id: id.clone(), version: *version })
             }
-            SessionCommand::Ls { prefix } => (Op::SessionList, json!({"prefix": prefix})),
+            SessionCommand::Ls { prefix } => {
+                typed(Op::SessionList, SessionListRequest { prefix: prefix.clone(), ..SessionListRequest::default() })
+            }
         },
         Command::Checkpoint(checkpoint) => match checkpoint {
             CheckpointCommand::Save { description, highlights, files, context, session, workspace, global } => {
-                let a = json!({"description": description, "highlights": highlights, "active_files": files,
-                    "work_context": context, "session_id": session, "workspace": workspace, "global": global});
-                (Op::CheckpointSave, args(a))
+                let request = CheckpointSaveRequest {
+                    description: Some(description.clone()),
+                    highlights: highlights.clone(),
+                    active_files: files.clone(),
+                    work_context: context.clone(),
+                    session_id: session.clone(),
+                    workspace: workspace.clone(),
+                    global: *global,
+                    ..CheckpointSaveRequest::default()
+                };
+                typed(Op::CheckpointSave, request)
             }
             CheckpointCommand::Restore { id, session, workspace, depth } => {
-                let a = json!({"checkpoint_id": id, "session_id": session, "workspace": workspace, "depth": depth});
-                (Op::CheckpointRestore, args(a))
+                let request = CheckpointRestoreRequest {
+                    checkpoint_id: id.clone(),
+                    query: None,
+                    session_id: session.clone(),
+                    workspace: workspace.clone(),
+                    depth: choice("depth", depth.as_ref())?,
+                };
+                typed(Op::CheckpointRestore, request)
             }
             CheckpointCommand::Search { query, since, workspace, limit } => {
-                let a = json!({"query": query, "since": since, "workspace": workspace, "limit": limit});
-                (Op::CheckpointSearch, args(a))
+                let request = CheckpointSearchRequest {
+                    query: query.clone(),
+                    since: since.clone(),
+                    workspace: workspace.clone(),
+                    limit: *limit,
+                };
+                typed(Op::CheckpointSearch, request)
             }
             CheckpointCommand::Timeline { range, detailed, workspace } => {
-                let format = if *detailed { "detailed" } else { "compact" };
-                (Op::CheckpointTimeline, args(json!({"range": range, "format": format, "workspace": workspace})))
+                let format = if *detailed { TimelineFormat::Detailed } else { TimelineFormat::Compact };
+                let request = CheckpointTimelineRequest {
+                    range: range.clone(),
+                    format: Some(format),
+                    workspace: workspace.clone(),
+                };
+                typed(Op::CheckpointTimeline, request)
             }
         },
         Command::Knowledge(knowledge) => match knowledge {
             KnowledgeCommand::Save { id, content, keywords, scope, source, if_version } => {
-                let content = input::text(content.as_deref(), "note")?;
-                let a = json!({"id": id, "content": content, "keywords": keywords, "scope": scope,
-                    "source": source, "expected_version": if_version});
-                (Op::KnowledgeSave, args(a))
+                let request = KnowledgeSaveRequest {
+                    id: id.clone(),
+                    content: input::text(content.as_deref(), "note")?,
+                    keywords: keywords.clone(),
+                    scope: scope.clone(),
+                    source: source.clone(),
+                    expected_version: *if_version,
+                    ..KnowledgeSaveRequest::default()
+                };
+                typed(Op::KnowledgeSave, request)
             }
             KnowledgeCommand::Recall { query, scope, max_tokens, limit } => {
-                let a = json!({"query": query, "scope": scope, "max_tokens": max_tokens, "limit": limit});
-                (Op::KnowledgeRecall, args(a))
+                let request = KnowledgeRecallRequest {
+                    query: query.clone(),
+                    scope: scope.clone(),
+                    max_tokens: *max_tokens,
+                    limit: *limit,
+                };
+                typed(Op::KnowledgeRecall, request)
             }
             KnowledgeCommand::Ls { prefix, scope } => {
-                (Op::KnowledgeList, args(json!({"prefix": prefix, "scope": scope})))
+                let request = KnowledgeListRequest {
+                    prefix: prefix.clone(),
+                    scope: scope.clone(),
+                    ..KnowledgeListRequest::default()
+                };
+                typed(Op::KnowledgeList, request)
             }
             KnowledgeCommand::Del { id, if_version } => {
-                (Op::KnowledgeDelete, args(json!({"id": id, "expected_version": if_version})))
+                let request = KnowledgeDeleteRequest {
+                    id: id.clone(),
+                    expected_version: *if_version,
+                    ..KnowledgeDeleteRequest::default()
+                };
+                typed(Op::KnowledgeDelete, request)
             }
         },
-        Command::Health => (Op::StateHealth, json!({})),
+        Command::Health => typed(Op::StateHealth, HealthRequest {}),
         Command::Call { operation, args: given } => {
             let Some(op) = Operation::from_id(operation) else {
                 bail!("no operation `{operation}`: give profile/name, e.g. native/state_get or sage/recall_knowledge");
@@ -538,9 +699,9 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 None => json!({}),
                 some => input::json(some, "arguments", false)?,
             };
-            (op, given)
+            Ok((op, given))
         }
-    })
+    }
 }
 
 /// A file argument of `txn`: `-` is stdin, anything else a path.

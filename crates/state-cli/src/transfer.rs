@@ -13,8 +13,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use state_api::catalog::Operation;
 use state_api::{Api, Outcome, Reply};
-use state_core::ops::transfer::{DEFAULT_IMPORT_CHUNK, DumpedRecord, ImportConflict, ImportResult, MAX_IMPORT_RECORDS};
+use state_core::ops::history::HistoryRequest;
+use state_core::ops::transfer::{
+    DEFAULT_IMPORT_CHUNK, DumpedRecord, ExportRequest, ImportConflict, ImportRequest, ImportResult, MAX_IMPORT_RECORDS,
+};
 
+use crate::commands::request_args;
 use crate::{exit, foreign};
 
 /// The `format` a dump's header names; `version` changes only if a reader could misread it.
@@ -133,11 +137,8 @@ pub(crate) async fn export(api: &Api, args: &ExportArgs, json: bool) -> Result<u
     let (mut records, mut events, mut first_revision) = (0u64, 0u64, None);
     let mut revision: u64;
     loop {
-        let mut args_json = json!({ "limit": PAGE });
-        if let Some(cursor) = &cursor {
-            args_json["cursor"] = json!(cursor);
-        }
-        let page = match body(api.call(Operation::StoreExport, args_json).await) {
+        let request = request_args(ExportRequest { limit: Some(PAGE), cursor: cursor.clone() })?;
+        let page = match body(api.call(Operation::StoreExport, request).await) {
             Ok(page) => page,
             Err(code) => return Ok(code),
         };
@@ -169,7 +170,12 @@ pub(crate) async fn export(api: &Api, args: &ExportArgs, json: bool) -> Result<u
         bar.set_message("records, history");
         let mut since = 0u64;
         loop {
-            let request = json!({ "since_revision": since, "n": PAGE, "include_values": true });
+            let request = request_args(HistoryRequest {
+                since_revision: Some(since),
+                n: Some(PAGE),
+                include_values: Some(true),
+                ..HistoryRequest::default()
+            })?;
             let page = match body(api.call(Operation::HistoryLog, request).await) {
                 Ok(page) => page,
                 Err(code) => return Ok(code),
@@ -401,7 +407,9 @@ pub(crate) async fn import(api: &Api, args: &ImportArgs, loaded: Loaded, json: b
     let mut done = 0u64;
     for chunk in records.chunks(usize::try_from(args.chunk).unwrap_or(DEFAULT_IMPORT_CHUNK))? {
         let chunk = chunk?;
-        let request = json!({ "records": chunk, "dry_run": args.dry_run });
+        let chunk_len = chunk.len() as u64;
+        let request =
+            request_args(ImportRequest { records: chunk, dry_run: args.dry_run, agent_id: None, request_id: None })?;
         let reply = api.call(Operation::StoreImport, request).await;
         let outcome = reply.outcome;
         let result = match body(reply) {
@@ -421,8 +429,8 @@ pub(crate) async fn import(api: &Api, args: &ImportArgs, loaded: Loaded, json: b
         summary.unchanged += result.unchanged;
         summary.expired += result.expired;
         summary.conflicts.extend(result.conflicts);
-        done += chunk.len() as u64;
-        bar.inc(chunk.len() as u64);
+        done += chunk_len;
+        bar.inc(chunk_len);
     }
     bar.finish_and_clear();
     if json {

@@ -16,16 +16,18 @@ use std::time::Duration;
 
 use anyhow::Result;
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 use state_api::catalog::Operation;
 use state_api::{Api, ErrorCode};
 use state_core::UnixMillis;
-use state_core::ops::history::{HistoryOp, HistoryResult};
-use state_core::ops::kv::{GetResult, ListResult};
-use state_core::ops::lease::LeaseListResult;
+use state_core::ops::checkpoint::{CheckpointTimelineRequest, TimelineFormat};
+use state_core::ops::history::{HistoryOp, HistoryRequest, HistoryResult};
+use state_core::ops::kv::{GetRequest, GetResult, ListRequest, ListResult};
+use state_core::ops::lease::{LeaseListRequest, LeaseListResult};
 use state_core::ops::watch::{WatchBatch, WatchRequest};
-use state_core::ops::workflow::{ListRunsResult, ResumeResult};
+use state_core::ops::workflow::{ListRunsRequest, ListRunsResult, ResumeResult, RunRequest};
 use state_core::time::parse_rfc3339;
 use tokio::sync::mpsc;
 
@@ -166,11 +168,9 @@ fn row_of(entry: &state_core::ops::kv::ListedEntry) -> KeyRow {
 async fn load_keys(api: Arc<Api>, tx: mpsc::UnboundedSender<Input>) {
     let mut cursor: Option<String> = None;
     loop {
-        let mut args = json!({ "prefix": "", "limit": PAGE });
-        if let Some(cursor) = &cursor {
-            args["cursor"] = json!(cursor);
-        }
-        let page: ListResult = match call(&api, Operation::StateList, args).await {
+        let request =
+            ListRequest { prefix: String::new(), limit: Some(PAGE), cursor: cursor.clone(), include_values: false };
+        let page: ListResult = match call(&api, Operation::StateList, request).await {
             Ok(page) => page,
             Err(message) => {
                 let _ = tx.send(Input::Loaded(Loaded::Failed(message)));
@@ -239,7 +239,9 @@ fn changes_of(batch: WatchBatch) -> Vec<Change> {
         .collect()
 }
 
-async fn call<T: DeserializeOwned>(api: &Api, op: Operation, args: Value) -> Result<T, String> {
+/// `op` with its typed request; its answer as the type it is read as.
+async fn call<T: DeserializeOwned>(api: &Api, op: Operation, request: impl Serialize) -> Result<T, String> {
+    let args = crate::commands::request_args(request).map_err(|e| format!("{}: {e}", op.name()))?;
     let reply = api.call(op, args).await;
     match reply.body {
         Ok(body) => serde_json::from_value(body).map_err(|e| format!("{}: unexpected answer: {e}", op.name())),
@@ -250,28 +252,46 @@ async fn call<T: DeserializeOwned>(api: &Api, op: Operation, args: Value) -> Res
 async fn perform(api: &Api, load: Load) -> Loaded {
     let outcome = match load {
         Load::Entry(key) => {
-            call::<GetResult>(api, Operation::StateGet, json!({ "key": key })).await.map(|e| Loaded::Entry(Box::new(e)))
+            let request = GetRequest { key, ..GetRequest::default() };
+            call::<GetResult>(api, Operation::StateGet, request).await.map(|e| Loaded::Entry(Box::new(e)))
         }
         Load::History(key) => {
-            let args = json!({ "key": key, "n": 1000, "include_values": true });
-            call::<HistoryResult>(api, Operation::HistoryLog, args).await.map(|h| Loaded::History {
+            let request = HistoryRequest {
+                key: Some(key.clone()),
+                n: Some(1000),
+                include_values: Some(true),
+                ..HistoryRequest::default()
+            };
+            call::<HistoryResult>(api, Operation::HistoryLog, request).await.map(|h| Loaded::History {
                 key,
                 events: h.events,
                 revision: h.revision,
             })
         }
-        Load::Workflows => call::<ListRunsResult>(api, Operation::WorkflowList, json!({ "limit": 1000 }))
-            .await
-            .map(|r| Loaded::Workflows(r.runs)),
-        Load::Run(run_id) => call::<ResumeResult>(api, Operation::WorkflowResume, json!({ "run_id": run_id }))
+        Load::Workflows => call::<ListRunsResult>(
+            api,
+            Operation::WorkflowList,
+            ListRunsRequest { limit: Some(1000), ..ListRunsRequest::default() },
+        )
+        .await
+        .map(|r| Loaded::Workflows(r.runs)),
+        Load::Run(run_id) => call::<ResumeResult>(api, Operation::WorkflowResume, RunRequest { run_id })
             .await
             .map(|r| Loaded::Run(Box::new(r))),
-        Load::Leases => call::<LeaseListResult>(api, Operation::LeaseList, json!({ "limit": 1000 }))
-            .await
-            .map(|l| Loaded::Leases(l.leases)),
+        Load::Leases => call::<LeaseListResult>(
+            api,
+            Operation::LeaseList,
+            LeaseListRequest { limit: Some(1000), ..LeaseListRequest::default() },
+        )
+        .await
+        .map(|l| Loaded::Leases(l.leases)),
         Load::Checkpoints => {
-            let args = json!({ "range": "30d", "format": "detailed" });
-            call::<Value>(api, Operation::CheckpointTimeline, args)
+            let request = CheckpointTimelineRequest {
+                range: Some("30d".into()),
+                format: Some(TimelineFormat::Detailed),
+                workspace: None,
+            };
+            call::<Value>(api, Operation::CheckpointTimeline, request)
                 .await
                 .map(|t| Loaded::Checkpoints(t["formatted"].as_str().unwrap_or_default().to_owned()))
         }
