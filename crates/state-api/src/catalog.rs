@@ -532,24 +532,8 @@ macro_rules! native {
 
 /// A sidecar tool: structured, like that FastMCP server answered.
 macro_rules! sidecar {
-    ($op:ident, $name:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $desc:literal) => {
-        sidecar!($op, $name, $group, $effect, $req, $res, needs: WholeStore, $desc)
-    };
-    ($op:ident, $name:literal, $group:ident, $effect:ident, $req:ty, $res:ty, needs: $needs:ident, $desc:literal) => {
-        spec!(
-            $op,
-            Sidecar,
-            $name,
-            $name,
-            $group,
-            $effect,
-            Structured,
-            $req,
-            Some(output_schema::<$res>),
-            Runner::Compat,
-            Needs::$needs,
-            $desc
-        )
+    ($op:ident, $name:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $($rest:tt)*) => {
+        structured!($op, Sidecar, $name, $group, $effect, $req, $res, $($rest)*)
     };
 }
 
@@ -574,9 +558,13 @@ macro_rules! text {
     };
 }
 
-/// A tool of a profile that replaces a checkpoint or knowledge server: structured.
+/// A structured tool of a replaced server (sidecar's, or one that replaces a checkpoint or
+/// knowledge server). Its needs are the whole store's unless it says otherwise.
 macro_rules! structured {
     ($op:ident, $profile:ident, $name:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $desc:literal) => {
+        structured!($op, $profile, $name, $group, $effect, $req, $res, needs: WholeStore, $desc)
+    };
+    ($op:ident, $profile:ident, $name:literal, $group:ident, $effect:ident, $req:ty, $res:ty, needs: $needs:ident, $desc:literal) => {
         spec!(
             $op,
             $profile,
@@ -588,7 +576,7 @@ macro_rules! structured {
             $req,
             Some(output_schema::<$res>),
             Runner::Compat,
-            Needs::WholeStore,
+            Needs::$needs,
             $desc
         )
     };
