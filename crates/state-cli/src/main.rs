@@ -172,6 +172,21 @@ async fn run(cli: &Cli, command: &Command) -> Result<u8> {
         Command::Import(args) => Some(transfer::load(args)?),
         _ => None,
     };
+    // A read of a database that is not there is a mistyped path, not a new store: creating one
+    // (and an owner for it) would answer "not found" for everything and leave files behind.
+    let writes = match (command, &call) {
+        (Command::Import(_), _) => true,
+        (_, Some((op, _))) => op.is_mutating(),
+        _ => false,
+    };
+    if cli.server.is_none() && !writes {
+        let db = cli.store.database.database()?;
+        anyhow::ensure!(
+            db.exists(),
+            "there is no database at {}: reads never create one (check --db or STATE_DB; the first write, or state-mcp / state-http, creates it)",
+            db.display()
+        );
+    }
     let api = match connect(cli).await {
         Ok(api) => api,
         Err(e) => {

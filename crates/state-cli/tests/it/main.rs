@@ -104,6 +104,21 @@ impl Place {
 }
 
 #[test]
+fn a_read_never_creates_a_database() {
+    let place = Place::new();
+    for read in [&["get", "jobs/42"][..], &["ls"], &["history"], &["health"], &["lease", "ls"], &["export"]] {
+        let run = place.run(read);
+        assert_eq!(run.code, 2, "statectl {read:?}: {}", run.stderr);
+        assert!(run.stderr.contains("there is no database at") && run.stderr.contains("s.redb"), "{}", run.stderr);
+    }
+    let entries: Vec<_> = std::fs::read_dir(place.dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(entries.is_empty(), "nothing was left behind: {entries:?}");
+    // The first write creates it, and reads work from then on.
+    assert_eq!(place.run(&["put", "jobs/42", "1"]).code, 0);
+    assert_eq!(place.run(&["get", "jobs/42"]).code, 0);
+}
+
+#[test]
 fn keys_versions_and_exit_codes() {
     let p = Place::new();
     assert_eq!(p.json(&["put", "jobs/42", r#"{"step": 1}"#, "--create-only"], 0)["version"], 1);
