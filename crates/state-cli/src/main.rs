@@ -308,7 +308,10 @@ async fn watch(api: &Api, request: WatchRequest, count: Option<u64>, json: bool)
                         println!("{}", serde_json::to_string(&event).unwrap_or_default());
                     } else {
                         let value = event.value.as_ref().map(|v| format!(" {v}")).unwrap_or_default();
-                        println!("{} {:?} {} {}{value}", event.revision, event.op, event.key, event.version);
+                        // The operation by the name JSON gives it (`put`, not `Put`).
+                        let op = serde_json::to_value(event.op).ok();
+                        let op = op.as_ref().and_then(Value::as_str).unwrap_or("?");
+                        println!("{} {op} {} {}{value}", event.revision, event.key, event.version);
                     }
                     seen += 1;
                     if count.is_some_and(|c| seen >= c) {

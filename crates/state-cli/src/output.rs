@@ -23,7 +23,10 @@ pub(crate) fn text(body: &Value) -> String {
             return text.trim_end().to_owned();
         }
     }
-    let list = fields.iter().find(|(_, v)| v.as_array().is_some_and(|a| a.iter().all(Value::is_object)));
+    // The list a result is about: its first non-empty list of records, else its first (empty)
+    // one, which prints "(none)". A transaction's empty `compared` must not hide its `results`.
+    let lists = || fields.iter().filter(|(_, v)| v.as_array().is_some_and(|a| a.iter().all(Value::is_object)));
+    let list = lists().find(|(_, v)| v.as_array().is_some_and(|a| !a.is_empty())).or_else(|| lists().next());
     match list {
         Some((name, Value::Array(rows))) => {
             let mut out = table(rows);
@@ -120,6 +123,12 @@ mod tests {
         assert_eq!(text(&listed), "KEY  VERSION  VALUE\na    1\nbb   12       {\"x\":1}\n\nrevision  7");
         assert_eq!(text(&json!({"status": "ok", "version": 2})), "status   ok\nversion  2");
         assert_eq!(text(&json!({"entries": [], "revision": 0})), "(none)\n\nrevision  0");
+    }
+
+    #[test]
+    fn an_empty_list_does_not_hide_a_full_one() {
+        let txn = json!({"compared": [], "results": [{"op": "put", "key": "b", "status": "ok"}], "succeeded": true});
+        assert_eq!(text(&txn), "OP   KEY  STATUS\nput  b    ok\n\ncompared   []\nsucceeded  true");
     }
 
     #[test]

@@ -92,18 +92,36 @@ struct Trailer {
 
 fn progress(total: Option<u64>, what: &'static str) -> ProgressBar {
     // indicatif draws nothing when stderr is not a terminal, so scripts get only the summary.
+    let rate = |state: &indicatif::ProgressState, out: &mut dyn std::fmt::Write| {
+        let _ = write!(out, "{}/s", whole_number(state.per_sec()));
+    };
     match total {
         Some(total) => {
-            let style = ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} ({per_sec}, {eta} left)")
-                .unwrap_or_else(|_| ProgressStyle::default_bar());
+            let style = ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} ({rate}, {eta} left)")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .with_key("rate", rate);
             ProgressBar::new(total).with_style(style).with_message(what)
         }
         None => {
-            let style = ProgressStyle::with_template("{spinner} {pos} {msg} ({per_sec})")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner());
+            let style = ProgressStyle::with_template("{spinner} {pos} {msg} ({rate})")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner())
+                .with_key("rate", rate);
             ProgressBar::new_spinner().with_style(style).with_message(what)
         }
     }
+}
+
+/// A rate as a person reads it: rounded, with thousands separated (`53,718`).
+fn whole_number(value: f64) -> String {
+    let digits = format!("{:.0}", value.max(0.0));
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 /// A call's result, or the exit code of its failure after saying why.
@@ -202,7 +220,13 @@ pub(crate) async fn export(api: &Api, args: &ExportArgs, json: bool) -> Result<u
     let first = first_revision.unwrap_or(revision);
     let place = args.output.as_ref().map_or("standard output".to_owned(), |p| p.display().to_string());
     let history = if args.history { format!(" and {events} history events") } else { String::new() };
-    eprintln!("exported {records} records{history} at revision {revision} to {place}");
+    let summary = format!("exported {records} records{history} at revision {revision} to {place}");
+    // The summary goes to stdout, as for an import, unless stdout is the dump itself.
+    match (&args.output, json) {
+        (None, _) => eprintln!("{summary}"),
+        (Some(_), false) => println!("{summary}"),
+        (Some(_), true) => {}
+    }
     if first != revision {
         eprintln!(
             "note: the store changed while it was exported (revision {first} to {revision}); each record is as it was when its page was read"
@@ -485,4 +509,16 @@ fn printable(key: &str) -> String {
 fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new().mode(0o600).create(true).write(true).truncate(true).open(path)
+}
+
+#[cfg(test)]
+mod rate_tests {
+    #[test]
+    fn rates_are_whole_numbers_with_separators() {
+        assert_eq!(super::whole_number(53_717.876_6), "53,718");
+        assert_eq!(super::whole_number(999.4), "999");
+        assert_eq!(super::whole_number(1_000.0), "1,000");
+        assert_eq!(super::whole_number(0.2), "0");
+        assert_eq!(super::whole_number(1_234_567.0), "1,234,567");
+    }
 }

@@ -261,6 +261,10 @@ fn watch_prints_each_change_as_it_happens() {
     let seen: Vec<(&str, &str)> =
         events.iter().map(|e| (e["key"].as_str().unwrap(), e["op"].as_str().unwrap())).collect();
     assert_eq!(seen, [("w/a", "put"), ("w/b", "put"), ("w/a", "delete")], "history from revision 0, then live");
+    // Text names the operations as JSON does.
+    let text = p.run(&["watch", "w/", "--from", "0", "--count", "3"]);
+    let ops: Vec<&str> = text.stdout.lines().filter_map(|l| l.split(' ').nth(1)).collect();
+    assert_eq!(ops, ["put", "put", "delete"], "{}", text.stdout);
 }
 
 #[test]

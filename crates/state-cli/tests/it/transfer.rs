@@ -44,7 +44,13 @@ fn a_dump_round_trips_exactly_and_an_import_can_be_run_again() {
     assert_eq!(exported.code, 0, "{}", exported.stderr);
     let dump = std::fs::read_to_string(source.dir.path().join("dump.jsonl")).unwrap();
     let n = records(&dump).len() as u64;
-    assert!(exported.stderr.contains(&format!("exported {n} records and")), "{}", exported.stderr);
+    assert!(
+        exported.stdout.contains(&format!("exported {n} records and")),
+        "the summary is on stdout: {}",
+        exported.stdout
+    );
+    let to_stdout = source.run(&["export"]);
+    assert!(to_stdout.stderr.contains("exported"), "with the dump on stdout, the summary is on stderr");
     // 3 keys, the lease, the run with its claim, queue entry and step, the session and its two
     // versions, the note, and the checkpoint with its session and latest pointer.
     assert_eq!(n, 14);

@@ -15,6 +15,7 @@ mod linearizable;
 mod mcp;
 mod openapi;
 mod postgres_tls;
+mod readme;
 mod replicas;
 mod routes;
 mod soak;

@@ -13,6 +13,7 @@ mod hostile;
 mod knowledge;
 mod kv;
 mod protocol;
+mod readme;
 mod sdk;
 mod shared;
 mod sidecar;
