@@ -18,12 +18,12 @@ use state_core::ops::knowledge::{
     KnowledgeDeleteRequest, KnowledgeListRequest, KnowledgeRecallRequest, KnowledgeSaveRequest,
 };
 use state_core::ops::kv::{DeleteRequest, GetRequest, ListRequest, SetRequest};
-use state_core::ops::lease::{AcquireRequest, LeaseListRequest, ReleaseRequest, RenewRequest};
+use state_core::ops::lease::{AcquireRequest, LeaseGetRequest, LeaseListRequest, ReleaseRequest, RenewRequest};
 use state_core::ops::session::{SessionListRequest, SessionRestoreRequest, SessionSaveRequest};
 use state_core::ops::txn::TxnRequest;
 use state_core::ops::workflow::{
-    CancelRequest, CheckpointRequest, ClaimRequest, CompleteRequest, CreateRunRequest, FailRequest, ListRunsRequest,
-    RunRequest,
+    CancelRequest, CheckpointRequest, ClaimRequest, CompleteRequest, CreateRunRequest, FailRequest, HeartbeatRequest,
+    ListRunsRequest, RunRequest,
 };
 
 use crate::input;
@@ -33,6 +33,9 @@ pub(crate) enum Command {
     /// Read a key: its value, version and revision
     Get {
         key: String,
+        /// Print only the value: a string as it is, anything else as compact JSON
+        #[arg(long)]
+        raw: bool,
         /// Read it as it was at this version
         #[arg(long, conflicts_with = "revision")]
         version: Option<u64>,
@@ -186,6 +189,8 @@ pub(crate) enum LeaseCommand {
         #[arg(long, value_name = "N")]
         fencing_token: u64,
     },
+    /// Who holds a lease and until when (status `free` if nobody does)
+    Get { resource: String },
     /// Leases held now
     Ls {
         #[arg(default_value = "")]
@@ -229,8 +234,18 @@ pub(crate) enum WorkflowCommand {
         step: u64,
         output: Option<String>,
     },
+    /// Renew your claim on a run before its lease lapses
+    Heartbeat {
+        #[command(flatten)]
+        claim: Claimed,
+        /// How long the renewed claim lasts
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        ttl: Option<std::time::Duration>,
+    },
     /// Everything needed to continue a run
     Resume { run: String },
+    /// A run's status, attempt, last step and holder
+    Status { run: String },
     /// Finish a run you hold, with its result (JSON, @FILE or -; default null)
     Complete {
         #[command(flatten)]
@@ -255,7 +270,7 @@ pub(crate) enum WorkflowCommand {
     },
     /// Runs by status, name and tags
     Ls {
-        /// queued, running, completed, failed or cancelled
+        /// pending, running, completed, failed or cancelled
         #[arg(long)]
         status: Option<String>,
         #[arg(long)]
@@ -438,7 +453,7 @@ fn optional_json(argument: Option<&str>, what: &str) -> Result<Value> {
 pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
     use Operation as Op;
     match command {
-        Command::Get { key, version, revision } => {
+        Command::Get { key, version, revision, .. } => {
             typed(Op::StateGet, GetRequest { key: key.clone(), version: *version, revision: *revision })
         }
         Command::Put { key, value, if_version, create_only, ttl, raw, who } => {
@@ -521,6 +536,9 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 };
                 typed(Op::LeaseRelease, request)
             }
+            LeaseCommand::Get { resource } => {
+                typed(Op::LeaseGet, LeaseGetRequest { resource_id: resource.clone() })
+            }
             LeaseCommand::Ls { prefix } => {
                 typed(Op::LeaseList, LeaseListRequest { prefix: prefix.clone(), ..LeaseListRequest::default() })
             }
@@ -559,7 +577,18 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 };
                 typed(Op::WorkflowCheckpoint, request)
             }
+            WorkflowCommand::Heartbeat { claim, ttl } => {
+                let request = HeartbeatRequest {
+                    run_id: claim.run.clone(),
+                    agent_id: claim.agent.clone(),
+                    token: claim.fencing_token,
+                    lease_ttl_seconds: seconds(*ttl),
+                    request_id: None,
+                };
+                typed(Op::WorkflowHeartbeat, request)
+            }
             WorkflowCommand::Resume { run } => typed(Op::WorkflowResume, RunRequest { run_id: run.clone() }),
+            WorkflowCommand::Status { run } => typed(Op::WorkflowStatus, RunRequest { run_id: run.clone() }),
             WorkflowCommand::Complete { claim, result } => {
                 let request = CompleteRequest {
                     run_id: claim.run.clone(),

@@ -221,6 +221,7 @@ async fn run(cli: &Cli, command: &Command) -> Result<u8> {
             let reply = list_all(&api, op, args, *limit).await;
             print(reply, cli.json)
         }
+        (Command::Get { raw: true, .. }, Some((op, args))) if !cli.json => print_raw(api.call(op, args).await),
         (_, Some((op, args))) => print(api.call(op, args).await, cli.json),
         (_, None) => exit::USAGE,
     };
@@ -274,6 +275,21 @@ fn print(reply: Reply, json: bool) -> u8 {
             }
             eprintln!("statectl: {}", error.message);
         }
+    }
+    exit::of(reply.outcome)
+}
+
+/// `get --raw`: only the value, for a script to use as it is (a string unquoted, anything else
+/// as compact JSON); a missing key prints nothing and exits 3.
+fn print_raw(reply: Reply) -> u8 {
+    match &reply.body {
+        Ok(body) if reply.outcome == state_api::Outcome::Ok => match body.get("value") {
+            Some(Value::String(text)) => println!("{text}"),
+            Some(value) => println!("{value}"),
+            None => {}
+        },
+        Ok(_) => {}
+        Err(error) => eprintln!("statectl: {}", error.message),
     }
     exit::of(reply.outcome)
 }

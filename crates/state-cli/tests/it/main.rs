@@ -168,6 +168,15 @@ fn keys_versions_and_exit_codes() {
     assert_eq!(p.json(&["call", "native/state_get", r#"{"key": "jobs/44"}"#], 0)["value"], 1);
     assert_eq!(p.run(&["call", "native/nope"]).code, 2);
     assert_eq!(p.json(&["health"], 0)["status"], "ok");
+
+    // --raw: only the value, ready for a script.
+    p.json(&["put", "greeting", "--raw", "hello world"], 0);
+    let raw = p.run(&["get", "greeting", "--raw"]);
+    assert_eq!((raw.code, raw.stdout.as_str()), (0, "hello world\n"));
+    p.json(&["put", "doc", r#"{"a": [1, 2]}"#], 0);
+    assert_eq!(p.run(&["get", "doc", "--raw"]).stdout, "{\"a\":[1,2]}\n");
+    let missing = p.run(&["get", "absent", "--raw"]);
+    assert_eq!((missing.code, missing.stdout.as_str()), (3, ""));
 }
 
 #[test]
@@ -178,6 +187,8 @@ fn leases_workflows_sessions_checkpoints_and_knowledge() {
     assert_eq!(p.json(&["lease", "acquire", "printer", "--holder", "you", "--ttl", "30s"], 4)["holder"], "me");
     p.json(&["lease", "renew", "printer", "--holder", "me", "--fencing-token", &token, "--ttl", "60s"], 0);
     assert_eq!(p.json(&["lease", "ls"], 0)["leases"].as_array().unwrap().len(), 1);
+    assert_eq!(p.json(&["lease", "get", "printer"], 0)["holder"], "me");
+    assert_eq!(p.json(&["lease", "get", "scanner"], 0)["status"], "free");
     p.json(&["lease", "release", "printer", "--holder", "me", "--fencing-token", &token], 0);
     assert_eq!(
         p.json(&["lease", "release", "printer", "--holder", "me", "--fencing-token", &token], 5)["status"],
@@ -188,6 +199,11 @@ fn leases_workflows_sessions_checkpoints_and_knowledge() {
     let run_id = run["run_id"].as_str().unwrap().to_owned();
     let claim = p.json(&["workflow", "claim", "--agent", "w1", "--name", "report", "--ttl", "1m"], 0);
     let token = claim["token"].as_u64().unwrap().to_string();
+    let beat = ["workflow", "heartbeat", &run_id, "--agent", "w1", "--fencing-token", &token, "--ttl", "2m"];
+    assert_eq!(p.json(&beat, 0)["status"], "ok");
+    let stale = ["workflow", "heartbeat", &run_id, "--agent", "w1", "--fencing-token", "999999"];
+    assert_eq!(p.run(&stale).code, 5, "a stale token is fenced");
+    assert_eq!(p.json(&["workflow", "status", &run_id], 0)["run"]["holder"], "w1");
     let step = [
         "workflow",
         "checkpoint",
