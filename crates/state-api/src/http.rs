@@ -38,7 +38,9 @@ pub enum HttpError {
     #[error("the token cannot be sent in a header: it must be printable ASCII")]
     Token,
     #[error("the server at {url} answered the first call with: {message}")]
-    Refused { url: String, message: String },
+    Refused { url: String, message: String, outcome: crate::reply::Outcome },
+    #[error("cannot reach a server at {url}: {message}")]
+    Unreachable { url: String, message: String },
 }
 
 #[derive(Clone)]
@@ -80,9 +82,28 @@ impl HttpRemote {
             settle_timeout: config.settle_timeout,
             request_ids: std::sync::Arc::new(RequestIds::new()),
         };
-        let health = remote.call_with_id(Operation::StateHealth, serde_json::json!({}), None).await;
-        if let Err(error) = health.body {
-            return Err(HttpError::Refused { url: config.url, message: error.message });
+        // The first contact is not retried: nothing listening there is a wrong address more
+        // often than a server restarting, and a person at a prompt should hear so at once.
+        let url = format!("{}/v1/call/native/state_health", remote.base);
+        let empty = Bytes::from_static(b"{}");
+        let first = tokio::time::timeout(config.settle_timeout, remote.send(&url, &empty, None));
+        match first.await {
+            Ok(Ok(health)) => {
+                if let Err(error) = health.body {
+                    return Err(HttpError::Refused {
+                        url: config.url,
+                        message: error.message,
+                        outcome: health.outcome,
+                    });
+                }
+            }
+            Ok(Err(Failure { reason, .. })) => {
+                return Err(HttpError::Unreachable { url: config.url, message: reason });
+            }
+            Err(_) => {
+                let message = format!("{} has not answered for {:?}", remote.base, config.settle_timeout);
+                return Err(HttpError::Unreachable { url: config.url, message });
+            }
         }
         Ok(remote)
     }

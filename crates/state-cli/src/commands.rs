@@ -536,9 +536,7 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 };
                 typed(Op::LeaseRelease, request)
             }
-            LeaseCommand::Get { resource } => {
-                typed(Op::LeaseGet, LeaseGetRequest { resource_id: resource.clone() })
-            }
+            LeaseCommand::Get { resource } => typed(Op::LeaseGet, LeaseGetRequest { resource_id: resource.clone() }),
             LeaseCommand::Ls { prefix } => {
                 typed(Op::LeaseList, LeaseListRequest { prefix: prefix.clone(), ..LeaseListRequest::default() })
             }

@@ -20,7 +20,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use serde_json::{Value, json};
 use state_api::catalog::Operation;
 use state_api::cli::{OwnerArgs, StoreArgs};
-use state_api::{Api, HttpConfig, Local, Options, Reply, owner};
+use state_api::{Api, HttpConfig, HttpError, Local, Options, Reply, owner};
 use state_core::ops::watch::WatchRequest;
 use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriterExt};
 
@@ -161,6 +161,16 @@ async fn connect(cli: &Cli) -> Result<Api> {
     Ok(api)
 }
 
+/// The exit code of a store that could not be reached: the URL or token given is wrong (2), the
+/// server refused the token (7), or nothing answered (6).
+fn connect_failure(error: &anyhow::Error) -> u8 {
+    match error.downcast_ref::<HttpError>() {
+        Some(HttpError::Url { .. } | HttpError::Token) => exit::USAGE,
+        Some(HttpError::Refused { outcome, .. }) => exit::of(*outcome),
+        _ => exit::UNAVAILABLE,
+    }
+}
+
 /// Runs the command; the exit code, or an error that is the command line's fault.
 async fn run(cli: &Cli, command: &Command) -> Result<u8> {
     // Read input before reaching the store, so a bad value never starts an owner.
@@ -191,7 +201,7 @@ async fn run(cli: &Cli, command: &Command) -> Result<u8> {
         Ok(api) => api,
         Err(e) => {
             eprintln!("statectl: {e:#}");
-            return Ok(exit::UNAVAILABLE);
+            return Ok(connect_failure(&e));
         }
     };
     if let Command::Tui = command {

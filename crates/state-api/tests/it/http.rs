@@ -18,7 +18,7 @@ async fn a_server_that_never_answers_is_reported_not_waited_on() {
     let config = HttpConfig { url: url.clone(), token: None, settle_timeout: Duration::from_millis(300) };
     let refused = tokio::time::timeout(Duration::from_secs(10), Api::connect_http(config)).await;
     let message = match refused {
-        Ok(Err(HttpError::Refused { message, .. })) => message,
+        Ok(Err(HttpError::Unreachable { message, .. })) => message,
         Ok(Err(other)) => panic!("refused for another reason: {other}"),
         Ok(Ok(_)) => panic!("a silent server was accepted"),
         Err(_) => panic!("still waiting after 10 s"),

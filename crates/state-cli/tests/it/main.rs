@@ -326,4 +326,32 @@ fn works_beside_a_running_agent_and_against_state_http() {
     assert_eq!(remote(&["ls"], 0)["entries"].as_array().unwrap().len(), 1);
     let unreachable = p.run(&["--server", "http://127.0.0.1:9", "get", "k"]);
     assert_eq!(unreachable.code, 6, "{}", unreachable.stderr);
+    assert!(unreachable.stderr.contains("cannot reach a server at http://127.0.0.1:9"), "{}", unreachable.stderr);
+    let https = p.run(&["--server", "https://127.0.0.1:9", "get", "k"]);
+    assert_eq!(https.code, 2, "an https URL is the command line's mistake: {}", https.stderr);
+}
+
+#[test]
+fn a_server_that_refuses_the_token_exits_7() {
+    let p = Place::new();
+    let tokens = p.dir.path().join("tokens.toml");
+    let file =
+        "[[token]]\nname = \"ci\"\nsecret = \"ci-secret-0123456789ab\"\nprefixes = [\"\"]\nrights = [\"read\"]\n";
+    std::fs::write(&tokens, file).unwrap();
+    let (db, runtime) = (p.db.to_string_lossy(), p.runtime.to_string_lossy());
+    let server = HttpServer::start(
+        &sibling("state-http"),
+        &["--db", &db, "--owner-idle", "2s", "--auth", &tokens.to_string_lossy()],
+        &[("STATE_RUNTIME_DIR", runtime.as_ref())],
+    )
+    .unwrap();
+    let url = format!("http://{}", server.addr);
+    let missing = p.run(&["--server", &url, "get", "k"]);
+    assert_eq!(missing.code, 7, "no token: {}", missing.stderr);
+    let mut wrong = p.command(&["--server", &url, "get", "k"]);
+    let wrong = wrong.env("STATE_TOKEN", "not-the-secret-at-all").output().unwrap();
+    assert_eq!(wrong.status.code(), Some(7), "{}", String::from_utf8_lossy(&wrong.stderr));
+    let mut right = p.command(&["--server", &url, "health"]);
+    let right = right.env("STATE_TOKEN", "ci-secret-0123456789ab").output().unwrap();
+    assert_eq!(right.status.code(), Some(0), "{}", String::from_utf8_lossy(&right.stderr));
 }
