@@ -100,12 +100,10 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
         .route("/metrics", get(metrics::metrics))
         .nest_service(
             "/mcp",
-            tower::ServiceBuilder::new().layer(middleware::from_fn(sessions::admit)).service(mcp::service(
-                api,
-                &config.mcp,
-                &config.browser,
-                shutdown,
-            )),
+            tower::ServiceBuilder::new()
+                .layer(middleware::from_fn(mcp::closed_session_answer))
+                .layer(middleware::from_fn(sessions::admit))
+                .service(mcp::service(api, &config.mcp, &config.browser, shutdown)),
         )
         .layer(middleware::from_fn_with_state(service.clone(), authn::authenticate))
         // Before authentication: a foreign page is refused whatever it presents.
@@ -115,7 +113,9 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
         Some(cors) => app.layer(cors),
         None => app,
     };
+    let max_body_bytes = config.max_body_bytes;
     app.layer(middleware::from_fn_with_state(service.clone(), metrics::record))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(config.max_body_bytes))
+        .layer(middleware::from_fn(move |request, next| problem::too_large(max_body_bytes, request, next)))
         .with_state(service)
 }

@@ -111,9 +111,14 @@ struct Cli {
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     mcp_session_idle: Duration,
 
-    /// Log filter for stderr, e.g. "info" or "state_http=debug"
+    /// Log filter, e.g. "info" or "state_http=debug"
     #[arg(long, env = "STATE_LOG", default_value = "info,rmcp=warn")]
     log: String,
+
+    /// Also write the log to this file (private, 0600; kept under 1 MiB by rotating it to
+    /// FILE.1), for a server run under a service manager or in the background
+    #[arg(long, env = "STATE_HTTP_LOG_FILE", value_name = "FILE")]
+    log_file: Option<PathBuf>,
 }
 
 /// Keeping the store in PostgreSQL instead of a local file, so several servers can share it.
@@ -199,11 +204,16 @@ fn main() -> ExitCode {
 }
 
 fn server_main(cli: Cli) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| "info".into()))
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| "info".into());
+    let logging = tracing_subscriber::fmt().with_ansi(false).with_env_filter(filter);
+    match &cli.log_file {
+        Some(path) => {
+            let log = state_api::CappedLog::open(path, state_api::DEFAULT_LOG_CAP)
+                .with_context(|| format!("cannot open the log file {}", path.display()))?;
+            logging.with_writer(std::io::stderr.and(move || log.clone())).init();
+        }
+        None => logging.with_writer(std::io::stderr).init(),
+    }
     if !cli.listen.ip().is_loopback() && cli.auth.is_none() && !cli.insecure {
         bail!(
             "refusing to serve {} without --auth: anyone who can reach it could read and change everything. \

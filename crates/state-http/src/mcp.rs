@@ -52,3 +52,18 @@ pub(crate) fn service(
     let sessions = Arc::new(BoundedSessions::new(sessions, config.sessions));
     StreamableHttpService::new(move || Ok(handler.for_session()), sessions, settings)
 }
+
+/// A client ending its session (`DELETE /mcp`) hears 204: rmcp answers 202, which the official
+/// Python SDK logs as a failed termination on every close.
+pub(crate) async fn closed_session_answer(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let deleting = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if deleting && response.status() == axum::http::StatusCode::ACCEPTED {
+        *response.status_mut() = axum::http::StatusCode::NO_CONTENT;
+        *response.body_mut() = axum::body::Body::empty();
+    }
+    response
+}

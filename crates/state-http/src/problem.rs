@@ -113,3 +113,22 @@ fn problem_response(status: StatusCode, body: Map<String, Value>) -> Response {
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
     response
 }
+
+/// A body over `--max-body-bytes`, refused by the body limit before any handler ran (as plain
+/// text), answered like every other refusal: a problem document.
+pub(crate) async fn too_large(
+    max_body_bytes: usize,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let response = next.run(request).await;
+    let is_problem =
+        response.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes() == PROBLEM_JSON.as_bytes());
+    if response.status() != StatusCode::PAYLOAD_TOO_LARGE || is_problem {
+        return response;
+    }
+    let detail = format!(
+        "the request body is larger than this server accepts ({max_body_bytes} bytes, --max-body-bytes); nothing was changed"
+    );
+    http_problem(StatusCode::PAYLOAD_TOO_LARGE, "too_large", &detail)
+}

@@ -35,9 +35,12 @@ fn an_oversize_body_is_refused_and_changes_nothing() {
     let big = format!("\"{}\"", "x".repeat(4000));
     let refused = http.request("PUT", "/v1/kv/big", &[], Some(big.as_bytes())).unwrap();
     assert_eq!(refused.status, 413, "{}", refused.text());
+    problem(&refused, 413, "too_large");
+    assert!(refused.text().contains("2048 bytes"), "{}", refused.text());
     problem(&http.get("/v1/kv/big").unwrap(), 404, "not_found");
     let mcp = http.request("POST", "/mcp", &[("Content-Type", "application/json")], Some(big.as_bytes())).unwrap();
     assert_eq!(mcp.status, 413);
+    problem(&mcp, 413, "too_large");
     expect(&http.request("PUT", "/v1/kv/small", &[], Some(b"1")).unwrap(), 200);
 }
 
@@ -188,4 +191,19 @@ fn metrics_count_requests_and_commits() {
     }
     assert!(text.contains("state_http_request_duration_seconds_bucket{route=\"/v1/kv/{*key}\",le=\"+Inf\"} 2"));
     assert!(text.contains("state_commit_seconds_total "));
+}
+
+#[test]
+fn the_log_can_go_to_a_private_file_as_well() {
+    use std::os::unix::fs::PermissionsExt;
+    let place = Place::new();
+    let log = place.db.with_file_name("http.log");
+    let mut server = place.serve(&["--log-file", &log.to_string_lossy()]);
+    expect(&server.client().request("PUT", "/v1/kv/logged", &[], Some(b"1")).unwrap(), 200);
+    server.terminate().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("listening"), "the file has what stderr had: {text}");
+    assert!(server.stderr().contains("listening"), "stderr still has it");
+    let mode = std::fs::metadata(&log).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "a log names keys and clients: private");
 }

@@ -132,6 +132,19 @@ fn foreign_origins_and_hosts_are_refused() {
 }
 
 #[test]
+fn a_client_closing_its_session_hears_204_and_the_session_is_gone() {
+    let place = Place::new();
+    let server = place.serve(&[]);
+    let http = server.client();
+    let (legacy, _) = Legacy::open(&http);
+    let closed = http.request("DELETE", "/mcp", &Legacy::headers(Some(&legacy.session)), None).unwrap();
+    // The official Python SDK takes only 200 or 204 as a clean close.
+    assert_eq!(closed.status, 204, "{}", closed.text());
+    let after = legacy.post(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}));
+    assert_eq!(after.status, 404, "the session is gone: {}", after.text());
+}
+
+#[test]
 fn tool_choices_apply_over_http() {
     let place = Place::new();
     let server = place.serve(&["--tools", "kv", "--compat", "caxton"]);
