@@ -22,8 +22,11 @@ CHOICES = [
 ]
 
 
-def measure(command):
-    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def measure(command, cwd):
+    # Run in a scratch directory: some servers create their database in the working directory.
+    proc = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=cwd
+    )
 
     def rpc(message):
         proc.stdin.write(json.dumps(message) + "\n")
@@ -67,12 +70,12 @@ def main(argv):
     with tempfile.TemporaryDirectory() as scratch:
         for i, choice in enumerate(CHOICES):
             command = [binary, "--db", str(Path(scratch) / f"{i}.redb"), "--standalone", *choice.split()]
-            count, size = measure(command)
+            count, size = measure(command, scratch)
             label = f"state-mcp {choice}".strip()
             print(f"| `{label}` | {count} | {size:,} | {size / 4000:.1f}k |")
-    for name, command in peers:
-        count, size = measure(command)
-        print(f"| {name} | {count} | {size:,} | {size / 4000:.1f}k |")
+        for name, command in peers:
+            count, size = measure(command, scratch)
+            print(f"| {name} | {count} | {size:,} | {size / 4000:.1f}k |")
 
 
 if __name__ == "__main__":
