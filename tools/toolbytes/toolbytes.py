@@ -55,16 +55,16 @@ def measure(command, cwd):
 
 
 def main(argv):
-    binary = "target/release/state-mcp"
+    binary = str(Path("target/release/state-mcp").resolve())
     peers = []
     args = list(argv)
     while args:
         arg = args.pop(0)
         if arg == "--peer":
-            name, command = args.pop(0), args
+            name, command = args.pop(0), [str(Path(args[0]).resolve()) if "/" in args[0] else args[0], *args[1:]]
             peers.append((name, command))
             break
-        binary = arg
+        binary = str(Path(arg).resolve()) if "/" in arg else arg
     print("| server | tools | bytes | ≈ tokens |")
     print("|---|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as scratch:
