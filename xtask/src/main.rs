@@ -31,7 +31,7 @@ fn run_task() -> Result<()> {
     let (task, rest) = args.split_first().map_or(("help", &[][..]), |(t, r)| (t.as_str(), r));
     match task {
         "ci" => ci(),
-        "dist" => dist::dist(),
+        "dist" => dist::dist(rest),
         "bench" => bench(rest),
         "fuzz" => fuzz::fuzz(rest),
         "stress" => stress(rest),
@@ -49,7 +49,9 @@ const USAGE: &str = "usage: cargo xtask <task>
 tasks:
   ci      cargo fmt --check, cargo clippy -D warnings, doctests, 10 s of each fuzz target,
           cargo nextest run (all tests)
-  dist    release builds of every binary into dist/state-<version>-<target>.tar.gz + SHA256SUMS
+  dist    what a release ships, into dist/: the archive (binaries, man pages, completions),
+          a Python wheel, npm packages, install.sh and SHA256SUMS (--profile NAME, default
+          dist; --no-build to pack binaries already built; --out DIR)
   bench   release benchmarks (engine, MCP stdio, state-http with a pgbench reference);
           extra arguments go to state-bench, e.g. `cargo xtask bench -- --seconds 5`
   stress  linearizability of many recorded histories (12 clients, the owner killed twice in
@@ -67,8 +69,28 @@ pub(crate) fn root() -> PathBuf {
 pub(crate) fn cargo() -> Command {
     let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     command.current_dir(root());
+    // `cargo xtask` is `cargo run`, which describes the xtask package to it in CARGO_* variables.
+    // A build inheriting them differs from a plain one (ring's build script tracks
+    // CARGO_MANIFEST_DIR), so each would rebuild what the other built.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_PKG_") || PACKAGE_VARIABLES.contains(&name.as_ref()) {
+            command.env_remove(name.as_ref());
+        }
+    }
     command
 }
+
+/// What cargo sets for the package it runs, beside `CARGO_PKG_*`.
+const PACKAGE_VARIABLES: [&str; 7] = [
+    "CARGO_MANIFEST_DIR",
+    "CARGO_MANIFEST_PATH",
+    "CARGO_MANIFEST_LINKS",
+    "CARGO_CRATE_NAME",
+    "CARGO_BIN_NAME",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_RUSTC_CURRENT_DIR",
+];
 
 pub(crate) fn run(mut command: Command) -> Result<()> {
     eprintln!("$ {}", describe(&command));

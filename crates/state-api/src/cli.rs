@@ -244,6 +244,42 @@ impl GroupArg {
     }
 }
 
+/// `<binary> generate --dir DIR`: writes shell completions (bash, zsh, fish, elvish,
+/// PowerShell) and the man page of the program `command` describes into `dir`, naming each
+/// file written on stderr.
+pub fn generate(command: clap::Command, dir: &Path) -> std::io::Result<()> {
+    let written = write_completions_and_man_page(command, dir)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot write into {}: {e}", dir.display())))?;
+    for path in written {
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn write_completions_and_man_page(mut command: clap::Command, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    use clap_complete::Shell;
+    std::fs::create_dir_all(dir)?;
+    let name = command.get_name().to_owned();
+    let mut written = Vec::new();
+    for shell in [Shell::Bash, Shell::Zsh, Shell::Fish, Shell::Elvish, Shell::PowerShell] {
+        written.push(clap_complete::generate_to(shell, &mut command, &name, dir)?);
+    }
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command).render(&mut page)?;
+    let path = dir.join(format!("{name}.1"));
+    std::fs::write(&path, page)?;
+    written.push(path);
+    Ok(written)
+}
+
+/// The `generate` subcommand every binary has.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GenerateArgs {
+    /// Where to write them
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error(
     "no data directory is known for this user (set $HOME or $XDG_DATA_HOME), so there is no default database: pass --db PATH"

@@ -67,11 +67,7 @@ enum TopCommand {
     #[command(hide = true)]
     Owner(OwnerArgs),
     /// Write shell completions (bash, zsh, fish, elvish, PowerShell) and the man page into DIR
-    #[command(hide = true)]
-    Generate {
-        #[arg(long, value_name = "DIR")]
-        dir: std::path::PathBuf,
-    },
+    Generate(state_api::cli::GenerateArgs),
 }
 
 const AFTER_HELP: &str = "Examples:
@@ -107,10 +103,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let command = match cli.command {
         TopCommand::Owner(args) => return run_owner(args),
-        TopCommand::Generate { dir } => {
-            return match generate(&dir) {
+        TopCommand::Generate(args) => {
+            return match state_api::cli::generate(Cli::command(), &args.dir) {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(&e, exit::FAILURE),
+                Err(e) => fail(&e.into(), exit::FAILURE),
             };
         }
         TopCommand::Store(ref command) => command,
@@ -350,22 +346,6 @@ async fn watch(api: &Api, request: WatchRequest, count: Option<u64>, json: bool)
 }
 
 /// Completions for every shell clap knows and the man page, for packagers (`cargo xtask dist`).
-fn generate(dir: &std::path::Path) -> Result<()> {
-    use clap_complete::Shell;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut command = Cli::command();
-    for shell in [Shell::Bash, Shell::Zsh, Shell::Fish, Shell::Elvish, Shell::PowerShell] {
-        let path = clap_complete::generate_to(shell, &mut command, "statectl", dir)?;
-        eprintln!("wrote {}", path.display());
-    }
-    let mut page = Vec::new();
-    clap_mangen::Man::new(command).render(&mut page)?;
-    let path = dir.join("statectl.1");
-    std::fs::write(&path, page).with_context(|| format!("cannot write {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
-    Ok(())
-}
-
 fn run_owner(args: OwnerArgs) -> ExitCode {
     let filter = args.log.clone();
     let served = owner::main(&args, |log| {

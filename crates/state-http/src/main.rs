@@ -172,6 +172,8 @@ enum Command {
     /// Hold a database and serve every process on it (what a joined server starts if the
     /// owner it used stops)
     Owner(OwnerArgs),
+    /// Write shell completions (bash, zsh, fish, elvish, PowerShell) and the man page into DIR
+    Generate(state_api::cli::GenerateArgs),
 }
 
 const EXAMPLES: &str = "Examples:
@@ -192,6 +194,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Owner(args)) => owner_main(args),
+        Some(Command::Generate(args)) => {
+            use clap::CommandFactory;
+            state_api::cli::generate(Cli::command(), &args.dir).map_err(anyhow::Error::from)
+        }
         None => server_main(cli),
     };
     match result {

@@ -62,6 +62,8 @@ enum Command {
     /// Hold a database and serve every process on it. Clients start an owner themselves when
     /// none is running; run one yourself to keep it up (for example under a service manager)
     Owner(OwnerArgs),
+    /// Write shell completions (bash, zsh, fish, elvish, PowerShell) and the man page into DIR
+    Generate(state_api::cli::GenerateArgs),
 }
 
 const EXAMPLES: &str = "Examples:
@@ -81,6 +83,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Owner(args)) => run_owner(args),
+        Some(Command::Generate(args)) => {
+            use clap::CommandFactory;
+            match state_api::cli::generate(Cli::command(), &args.dir) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail("state-mcp", e.into()),
+            }
+        }
         None => run_server(cli),
     }
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env node
+// Runs one of state's binaries from the package for this platform (installed beside this one
+// as an optional dependency, as esbuild and biome ship theirs), with this process's stdin,
+// stdout and stderr: an MCP client speaks to the binary itself.
+"use strict";
+
+const { spawnSync } = require("node:child_process");
+const fs = require("node:fs");
+const path = require("node:path");
+
+const PLATFORMS = { "linux x64": "@state-mcp/linux-x64", "linux arm64": "@state-mcp/linux-arm64" };
+
+function binaryPath(name) {
+  const key = `${process.platform} ${process.arch}`;
+  const pkg = PLATFORMS[key];
+  if (!pkg) {
+    throw new Error(`state has no build for ${key} yet; build it from source with cargo (see its README)`);
+  }
+  let dir;
+  try {
+    dir = path.dirname(require.resolve(`${pkg}/package.json`));
+  } catch {
+    throw new Error(`${pkg} is not installed: reinstall without --no-optional (npm install state-mcp)`);
+  }
+  const file = path.join(dir, "bin", name);
+  try {
+    fs.accessSync(file, fs.constants.X_OK);
+  } catch {
+    fs.chmodSync(file, 0o755); // some package managers drop the executable bit
+  }
+  return file;
+}
+
+function run(name) {
+  let file;
+  try {
+    file = binaryPath(name);
+  } catch (error) {
+    process.stderr.write(`${name}: ${error.message}\n`);
+    process.exit(1);
+  }
+  const result = spawnSync(file, process.argv.slice(2), { stdio: "inherit" });
+  if (result.error) {
+    process.stderr.write(`${name}: cannot run ${file}: ${result.error.message}\n`);
+    process.exit(1);
+  }
+  if (result.signal) {
+    process.kill(process.pid, result.signal);
+  }
+  process.exit(result.status ?? 1);
+}
+
+module.exports = { run };
