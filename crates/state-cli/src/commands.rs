@@ -124,7 +124,11 @@ pub(crate) enum Command {
     Import(crate::transfer::ImportArgs),
     /// Browse the store interactively: keys by prefix, entries, history diffs, workflows,
     /// leases and checkpoints, updated live (q quits, ? helps)
-    Tui,
+    Tui {
+        /// Only keys and leases under this prefix (a token scoped to a prefix can see only that)
+        #[arg(default_value = "")]
+        prefix: String,
+    },
     /// Leases with fencing tokens
     #[command(subcommand)]
     Lease(LeaseCommand),
@@ -506,7 +510,7 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
         }
         Command::Watch { .. } => bail!("watch streams: it is not one call"),
         Command::Export(_) | Command::Import(_) => bail!("export and import page through the store: not one call"),
-        Command::Tui => bail!("the inspector is interactive: not one call"),
+        Command::Tui { .. } => bail!("the inspector is interactive: not one call"),
         Command::Lease(lease) => match lease {
             LeaseCommand::Acquire { resource, holder, ttl } => {
                 let request = AcquireRequest {

@@ -112,7 +112,7 @@ fn main() -> ExitCode {
         TopCommand::Store(ref command) => command,
     };
     // The inspector owns the terminal: a log line would tear its screen.
-    let writer = if matches!(command, Command::Tui) {
+    let writer = if matches!(command, Command::Tui { .. }) {
         BoxMakeWriter::new(std::io::sink)
     } else {
         BoxMakeWriter::new(std::io::stderr)
@@ -171,7 +171,7 @@ fn connect_failure(error: &anyhow::Error) -> u8 {
 async fn run(cli: &Cli, command: &Command) -> Result<u8> {
     // Read input before reaching the store, so a bad value never starts an owner.
     let call = match command {
-        Command::Watch { .. } | Command::Export(_) | Command::Import(_) | Command::Tui => None,
+        Command::Watch { .. } | Command::Export(_) | Command::Import(_) | Command::Tui { .. } => None,
         other => Some(commands::operation(other)?),
     };
     let loaded = match command {
@@ -200,12 +200,15 @@ async fn run(cli: &Cli, command: &Command) -> Result<u8> {
             return Ok(connect_failure(&e));
         }
     };
-    if let Command::Tui = command {
-        let target = match &cli.server {
+    if let Command::Tui { prefix } = command {
+        let mut target = match &cli.server {
             Some(url) => url.clone(),
             None => cli.store.database.database().map(|db| db.display().to_string()).unwrap_or_default(),
         };
-        return tui::run(api, target).await;
+        if !prefix.is_empty() {
+            target = format!("{target} {prefix}*");
+        }
+        return tui::run(api, target, prefix.clone()).await;
     }
     let code = match (command, call) {
         (Command::Watch { prefix, key, kind, from, count }, _) => {

@@ -24,7 +24,7 @@ use state_api::{Api, ErrorCode};
 use state_core::UnixMillis;
 use state_core::ops::checkpoint::{CheckpointTimelineRequest, TimelineFormat};
 use state_core::ops::history::{HistoryOp, HistoryRequest, HistoryResult};
-use state_core::ops::kv::{GetRequest, GetResult, ListRequest, ListResult};
+use state_core::ops::kv::{BatchGetRequest, BatchGetResult, GetRequest, GetResult, ListRequest, ListResult};
 use state_core::ops::lease::{LeaseListRequest, LeaseListResult};
 use state_core::ops::watch::{WatchBatch, WatchRequest};
 use state_core::ops::workflow::{ListRunsRequest, ListRunsResult, ResumeResult, RunRequest};
@@ -56,23 +56,25 @@ pub(crate) fn now() -> UnixMillis {
     UnixMillis(millis)
 }
 
-pub(crate) async fn run(api: Api, target: String) -> Result<u8> {
+/// Inspects the store through `api`: `target` names it on screen; `scope` is the prefix of
+/// the keys and leases shown ("" for all).
+pub(crate) async fn run(api: Api, target: String, scope: String) -> Result<u8> {
     let api = Arc::new(api);
-    let code = inspect(&api, target).await;
+    let code = inspect(&api, target, Arc::from(scope)).await;
     api.close().await;
     code
 }
 
-async fn inspect(api: &Arc<Api>, target: String) -> Result<u8> {
+async fn inspect(api: &Arc<Api>, target: String, scope: Arc<str>) -> Result<u8> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     // Watch first, then list: a change made while the pages load is not missed, and one the
     // pages already show is recognised by its revision.
     let watch_request =
-        WatchRequest { prefix: Some(String::new()), include_values: Some(false), ..WatchRequest::default() };
+        WatchRequest { prefix: Some(scope.to_string()), include_values: Some(false), ..WatchRequest::default() };
     let watcher = api.watch(None, watch_request.clone()).await;
     let mut terminal = terminal::Terminal::enter()?;
     spawn_input(tx.clone());
-    tokio::spawn(load_keys(Arc::clone(api), tx.clone()));
+    tokio::spawn(load_keys(Arc::clone(api), Arc::clone(&scope), tx.clone()));
     match watcher {
         Ok(watcher) => {
             tokio::spawn(follow(Arc::clone(api), watch_request, watcher, tx.clone()));
@@ -109,10 +111,10 @@ async fn inspect(api: &Arc<Api>, target: String) -> Result<u8> {
             }
         }
         for load in loads {
-            let api = Arc::clone(api);
+            let (api, scope) = (Arc::clone(api), Arc::clone(&scope));
             let tx = tx.clone();
             tokio::spawn(async move {
-                let _ = tx.send(Input::Loaded(perform(&api, load).await));
+                let _ = tx.send(Input::Loaded(perform(&api, &scope, load).await));
             });
         }
     }
@@ -165,15 +167,15 @@ fn row_of(entry: &state_core::ops::kv::ListedEntry) -> KeyRow {
 }
 
 /// Every key name, a page at a time, so the browser is usable after the first page.
-async fn load_keys(api: Arc<Api>, tx: mpsc::UnboundedSender<Input>) {
+async fn load_keys(api: Arc<Api>, scope: Arc<str>, tx: mpsc::UnboundedSender<Input>) {
     let mut cursor: Option<String> = None;
     loop {
         let request =
-            ListRequest { prefix: String::new(), limit: Some(PAGE), cursor: cursor.clone(), include_values: false };
+            ListRequest { prefix: scope.to_string(), limit: Some(PAGE), cursor: cursor.clone(), include_values: false };
         let page: ListResult = match call(&api, Operation::StateList, request).await {
             Ok(page) => page,
             Err(message) => {
-                let _ = tx.send(Input::Loaded(Loaded::Failed(message)));
+                let _ = tx.send(Input::Loaded(Loaded::Failed(format!("cannot list keys: {message}"))));
                 let _ = tx.send(Input::Loaded(Loaded::KeysPage { rows: Vec::new(), done: true }));
                 return;
             }
@@ -196,7 +198,9 @@ async fn follow(
     while let Some(batch) = watcher.next().await {
         let error = match batch {
             Ok(batch) => {
-                if tx.send(Input::Loaded(Loaded::Changed(changes_of(batch)))).is_err() {
+                let mut changes = changes_of(batch);
+                with_expiry(&api, &mut changes).await;
+                if tx.send(Input::Loaded(Loaded::Changed(changes))).is_err() {
                     return;
                 }
                 continue;
@@ -217,6 +221,31 @@ async fn follow(
         };
         let _ = tx.send(Input::Loaded(Loaded::Failed(format!("live updates stopped: {}", error.message))));
         return;
+    }
+}
+
+/// Fills in when written keys expire: a change carries no expiry, and a key written while the
+/// browser is open would show none. One snapshot read per batch, of its written keys only.
+async fn with_expiry(api: &Api, changes: &mut [Change]) {
+    let keys: Vec<String> = changes
+        .iter()
+        .filter_map(|c| c.row.as_ref().map(|r| r.key.clone()))
+        .take(state_core::limits::MAX_BATCH_KEYS)
+        .collect();
+    if keys.is_empty() {
+        return;
+    }
+    let Ok(read) = call::<BatchGetResult>(api, Operation::StateBatchGet, BatchGetRequest { keys }).await else {
+        return; // the rows show no expiry rather than nothing at all
+    };
+    for entry in read.entries {
+        let expires_at = entry.expires_at.as_deref().and_then(parse_rfc3339);
+        for row in changes.iter_mut().filter_map(|c| c.row.as_mut()).filter(|r| r.key == entry.key) {
+            // Only if still the version the change wrote: a later write brings its own.
+            if row.version == entry.version {
+                row.expires_at = expires_at;
+            }
+        }
     }
 }
 
@@ -249,7 +278,8 @@ async fn call<T: DeserializeOwned>(api: &Api, op: Operation, request: impl Seria
     }
 }
 
-async fn perform(api: &Api, load: Load) -> Loaded {
+/// Runs one load the browser asked for; `scope` bounds the listings that take a prefix.
+async fn perform(api: &Api, scope: &str, load: Load) -> Loaded {
     let outcome = match load {
         Load::Entry(key) => {
             let request = GetRequest { key, ..GetRequest::default() };
@@ -281,7 +311,7 @@ async fn perform(api: &Api, load: Load) -> Loaded {
         Load::Leases => call::<LeaseListResult>(
             api,
             Operation::LeaseList,
-            LeaseListRequest { limit: Some(1000), ..LeaseListRequest::default() },
+            LeaseListRequest { prefix: scope.to_owned(), limit: Some(1000), cursor: None },
         )
         .await
         .map(|l| Loaded::Leases(l.leases)),

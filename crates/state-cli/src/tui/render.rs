@@ -131,6 +131,9 @@ fn draw_keys(frame: &mut Frame<'_>, app: &App, area: Rect, now: UnixMillis) {
     if empty {
         let message = if app.loading {
             "loading…"
+        } else if app.keys.len() == 0 && app.status.starts_with("cannot list keys") {
+            // A token scoped to a prefix may not list everything: say so where the keys would be.
+            app.status.as_str()
         } else if app.keys.len() == 0 {
             "no keys yet"
         } else {

@@ -62,7 +62,7 @@ async fn load_all(api: &Api, app: &mut App) {
 async fn press(f: &mut Fixture, code: KeyCode) {
     let mut loads = f.app.key(KeyEvent::new(code, KeyModifiers::NONE));
     while let Some(load) = loads.pop() {
-        let loaded = perform(&f.api, load).await;
+        let loaded = perform(&f.api, "", load).await;
         loads.extend(f.app.loaded(loaded));
     }
 }
@@ -224,7 +224,7 @@ fn put_row(key: &str, revision: u64) -> Change {
 async fn answer(f: &mut Fixture, load: Load) {
     let mut loads = vec![load];
     while let Some(load) = loads.pop() {
-        let loaded = perform(&f.api, load).await;
+        let loaded = perform(&f.api, "", load).await;
         loads.extend(f.app.loaded(loaded));
     }
 }
@@ -259,13 +259,13 @@ async fn late_answers_never_replace_what_is_on_screen() {
     press(&mut f, KeyCode::Esc).await;
     press(&mut f, KeyCode::Down).await;
     press(&mut f, KeyCode::Enter).await;
-    let late = perform(&f.api, first[0].clone()).await;
+    let late = perform(&f.api, "", first[0].clone()).await;
     f.app.loaded(late);
     assert_shows(&screen(&mut f.app, at(0)), &["key       jobs/2", "\"queued\""]);
 
     // The same for histories, and for an older read of the entry shown.
-    let stale_history = perform(&f.api, Load::History("jobs/1".into())).await;
-    let stale_entry = perform(&f.api, Load::Entry("jobs/2".into())).await;
+    let stale_history = perform(&f.api, "", Load::History("jobs/1".into())).await;
+    let stale_entry = perform(&f.api, "", Load::Entry("jobs/2".into())).await;
     f.api.call(Operation::StateSet, json!({"key": "jobs/2", "value": "running"})).await;
     press(&mut f, KeyCode::Enter).await;
     press(&mut f, KeyCode::Esc).await;
@@ -293,6 +293,6 @@ async fn the_steps_shown_follow_the_run_as_it_moves_on() {
     answer(&mut f, refresh).await;
     assert_shows(&screen(&mut f.app, at(0)), &["step 1", "step 2", "\"two\""]);
     // A refresh with nothing new asks for nothing more.
-    let unchanged = perform(&f.api, Load::Workflows).await;
+    let unchanged = perform(&f.api, "", Load::Workflows).await;
     assert_eq!(f.app.loaded(unchanged), Vec::new());
 }

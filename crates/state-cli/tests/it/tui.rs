@@ -102,8 +102,11 @@ fn browse_filter_open_history_switch_views_and_see_a_live_change() {
     // Another process writes while the inspector runs: the browser shows it without a key press.
     tmux.keys(&["1"]);
     tmux.wait_for(&["Keys 2 of 3  /jobs"]);
-    p.json(&["put", "jobs/3", "1"], 0);
-    tmux.wait_for(&["Keys 3 of 4  /jobs", "jobs/3", "live changes: 1"]);
+    p.json(&["put", "jobs/3", "1", "--ttl", "2h"], 0);
+    let screen = tmux.wait_for(&["Keys 3 of 4  /jobs", "jobs/3", "live changes: 1"]);
+    // A key written while the inspector runs shows its TTL too, not an empty cell.
+    let row = screen.lines().find(|l| l.contains("jobs/3")).unwrap_or_default();
+    assert!(row.contains("2h 00m") || row.contains("1h 59m"), "{row}");
 
     tmux.keys(&["?"]);
     tmux.wait_for(&["Help (any key closes)"]);
@@ -127,4 +130,47 @@ fn the_inspector_reads_a_state_http_and_follows_its_changes() {
     tmux.wait_for(&["remote/2", "Keys 2 ", "live changes: 1"]);
     tmux.keys(&["q"]);
     tmux.wait_for(&["tui exited 0"]);
+}
+
+#[test]
+fn a_token_scoped_to_a_prefix_browses_that_prefix() {
+    let p = Place::new();
+    let tokens = p.dir.path().join("tokens.toml");
+    let file = "[[token]]\nname = \"admin\"\nsecret = \"admin-secret-0123456789\"\nprefixes = [\"\"]\nrights = [\"admin\"]\n\n\
+                [[token]]\nname = \"team-a\"\nsecret = \"team-a-secret-012345678\"\nprefixes = [\"team-a/\"]\nrights = [\"read\"]\n";
+    std::fs::write(&tokens, file).unwrap();
+    let (db, runtime) = (p.db.to_string_lossy(), p.runtime.to_string_lossy());
+    let server = state_e2e::HttpServer::start(
+        &super::sibling("state-http"),
+        &["--db", &db, "--owner-idle", "2s", "--auth", &tokens.to_string_lossy()],
+        &[("STATE_RUNTIME_DIR", runtime.as_ref())],
+    )
+    .unwrap();
+    let url = format!("http://{}", server.addr);
+    for (key, lease) in [("team-a/job", "team-a/gpu"), ("team-b/job", "team-b/gpu")] {
+        let mut put = p.command(&["--server", &url, "put", key, "1"]);
+        assert!(put.env("STATE_TOKEN", "admin-secret-0123456789").status().unwrap().success());
+        let mut take = p.command(&["--server", &url, "lease", "acquire", lease, "--holder", "h", "--ttl", "10m"]);
+        assert!(take.env("STATE_TOKEN", "admin-secret-0123456789").status().unwrap().success());
+    }
+
+    // Without a prefix the token may not list the store: the browser says so instead of "no keys yet".
+    let command = format!("STATE_TOKEN=team-a-secret-012345678 {} --server {url} tui; sleep 30", statectl().display());
+    let everything = Tmux::start(&p, "scoped-all", &command);
+    let screen = everything.wait_for(&["cannot list keys"]);
+    assert!(!screen.contains("no keys yet"), "{screen}");
+    everything.keys(&["q"]);
+
+    let command = format!(
+        "STATE_TOKEN=team-a-secret-012345678 {} --server {url} tui team-a/; echo \"tui exited $?\"; sleep 30",
+        statectl().display()
+    );
+    let scoped = Tmux::start(&p, "scoped", &command);
+    let screen = scoped.wait_for(&["team-a/job", "Keys 1 "]);
+    assert!(!screen.contains("team-b/"), "{screen}");
+    scoped.keys(&["3"]);
+    let leases = scoped.wait_for(&["Leases 1", "team-a/gpu"]);
+    assert!(!leases.contains("team-b/gpu"), "{leases}");
+    scoped.keys(&["q"]);
+    scoped.wait_for(&["tui exited 0"]);
 }
