@@ -3,6 +3,17 @@
 //! `--server`), run the command's operation through the seam, print the result, and exit with
 //! the code of its outcome class.
 
+/// `println!`, except that a reader that went away (`statectl ls | head`) ends the program
+/// quietly, as it ends `cat`, instead of a panic and a backtrace.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(error) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            crate::stdout_failed(&error)
+        }
+    }};
+}
+
 mod commands;
 mod exit;
 mod foreign;
@@ -130,6 +141,16 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => fail(&e, exit::USAGE),
     }
+}
+
+/// stdout could not be written: a closed pipe is the reader's choice (exit 0); anything else is
+/// a failure.
+fn stdout_failed(error: &std::io::Error) -> ! {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(i32::from(exit::OK));
+    }
+    eprintln!("statectl: cannot write to standard output: {error}");
+    std::process::exit(i32::from(exit::FAILURE));
 }
 
 fn fail(error: &anyhow::Error, code: u8) -> ExitCode {
@@ -276,11 +297,11 @@ async fn list_all(api: &Api, op: Operation, mut args: Value, limit: Option<usize
 fn print(reply: Reply, json: bool) -> u8 {
     match reply.body {
         Ok(body) => {
-            println!("{}", if json { output::json(&body) } else { output::text(&body) });
+            outln!("{}", if json { output::json(&body) } else { output::text(&body) });
         }
         Err(error) => {
             if json {
-                println!("{}", output::json(&serde_json::to_value(&error).unwrap_or(Value::Null)));
+                outln!("{}", output::json(&serde_json::to_value(&error).unwrap_or(Value::Null)));
             }
             eprintln!("statectl: {}", error.message);
         }
@@ -293,8 +314,8 @@ fn print(reply: Reply, json: bool) -> u8 {
 fn print_raw(reply: Reply) -> u8 {
     match &reply.body {
         Ok(body) if reply.outcome == state_api::Outcome::Ok => match body.get("value") {
-            Some(Value::String(text)) => println!("{text}"),
-            Some(value) => println!("{value}"),
+            Some(Value::String(text)) => outln!("{text}"),
+            Some(value) => outln!("{value}"),
             None => {}
         },
         Ok(_) => {}
@@ -330,13 +351,13 @@ async fn watch(api: &Api, request: WatchRequest, count: Option<u64>, json: bool)
             Some(Ok(batch)) => {
                 for event in batch.events {
                     if json {
-                        println!("{}", serde_json::to_string(&event).unwrap_or_default());
+                        outln!("{}", serde_json::to_string(&event).unwrap_or_default());
                     } else {
                         let value = event.value.as_ref().map(|v| format!(" {v}")).unwrap_or_default();
                         // The operation by the name JSON gives it (`put`, not `Put`).
                         let op = serde_json::to_value(event.op).ok();
                         let op = op.as_ref().and_then(Value::as_str).unwrap_or("?");
-                        println!("{} {op} {} {}{value}", event.revision, event.key, event.version);
+                        outln!("{} {op} {} {}{value}", event.revision, event.key, event.version);
                     }
                     seen += 1;
                     if count.is_some_and(|c| seen >= c) {

@@ -224,7 +224,7 @@ pub(crate) async fn export(api: &Api, args: &ExportArgs, json: bool) -> Result<u
     // The summary goes to stdout, as for an import, unless stdout is the dump itself.
     match (&args.output, json) {
         (None, _) => eprintln!("{summary}"),
-        (Some(_), false) => println!("{summary}"),
+        (Some(_), false) => outln!("{summary}"),
         (Some(_), true) => {}
     }
     if first != revision {
@@ -233,7 +233,7 @@ pub(crate) async fn export(api: &Api, args: &ExportArgs, json: bool) -> Result<u
         );
     }
     if json && args.output.is_some() {
-        println!("{}", json!({ "records": records, "events": events, "revision": revision }));
+        outln!("{}", json!({ "records": records, "events": events, "revision": revision }));
     }
     Ok(exit::OK)
 }
@@ -458,7 +458,7 @@ pub(crate) async fn import(api: &Api, args: &ImportArgs, loaded: Loaded, json: b
     }
     bar.finish_and_clear();
     if json {
-        println!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
     } else {
         print_summary(&summary);
     }
@@ -471,12 +471,12 @@ pub(crate) async fn import(api: &Api, args: &ImportArgs, loaded: Loaded, json: b
 
 fn print_summary(summary: &Summary) {
     let would = if summary.dry_run { "would import" } else { "imported" };
-    println!("{would:<10} {}", summary.imported);
-    println!("{:<10} {}", "unchanged", summary.unchanged);
-    println!("{:<10} {}", "expired", summary.expired);
-    println!("{:<10} {}", "conflicts", summary.conflicts.len());
+    outln!("{would:<10} {}", summary.imported);
+    outln!("{:<10} {}", "unchanged", summary.unchanged);
+    outln!("{:<10} {}", "expired", summary.expired);
+    outln!("{:<10} {}", "conflicts", summary.conflicts.len());
     for conflict in &summary.conflicts {
-        println!(
+        outln!(
             "  {}: version {} here, {} in the import (left as it is)",
             printable(&conflict.key),
             conflict.current_version,
@@ -484,19 +484,19 @@ fn print_summary(summary: &Summary) {
         );
     }
     if summary.history_events_not_replayed > 0 {
-        println!(
+        outln!(
             "history: {} events in the dump were not replayed; this store records the import itself",
             summary.history_events_not_replayed
         );
     }
     if let Some(left) = summary.not_imported.as_ref().filter(|l| l.leases > 0) {
-        println!(
+        outln!(
             "not imported: {} live leases (the sidecar's leases carry no fencing token: their holders acquire them again here)",
             left.leases
         );
     }
     if summary.dry_run {
-        println!("dry run: nothing was written");
+        outln!("dry run: nothing was written");
     }
 }
 

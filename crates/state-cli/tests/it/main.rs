@@ -355,3 +355,45 @@ fn a_server_that_refuses_the_token_exits_7() {
     let right = right.env("STATE_TOKEN", "ci-secret-0123456789ab").output().unwrap();
     assert_eq!(right.status.code(), Some(0), "{}", String::from_utf8_lossy(&right.stderr));
 }
+
+#[test]
+fn a_reader_that_stops_early_ends_statectl_quietly() {
+    let p = Place::new();
+    let big = p.dir.path().join("big.json");
+    std::fs::write(&big, format!("\"{}\"", "x".repeat(300_000))).unwrap();
+    p.json(&["put", "big", &format!("@{}", big.display())], 0);
+    // More than a pipe holds, read by a `head` that leaves after 10 bytes.
+    let script = format!("{} get big | head -c 10 >/dev/null; echo \"exit ${{PIPESTATUS[0]}}\"", statectl().display());
+    let run = Command::new("bash")
+        .args(["-c", &script])
+        .env("STATE_DB", &p.db)
+        .env("STATE_RUNTIME_DIR", &p.runtime)
+        .env("STATE_OWNER_IDLE", "2s")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert!(!stderr.contains("panicked"), "statectl panicked on a closed pipe:\n{stderr}");
+    assert_eq!(stdout.trim(), "exit 0", "{stderr}");
+}
+
+#[test]
+fn a_database_written_by_0_1_0_opens_with_everything_in_it() {
+    // crates/state-cli/tests/data/format/format-1.redb: written on 2026-11-26 by statectl 0.1.0
+    // (store format 1): two versions of project/status, notes/a, a workflow run, a session, a
+    // checkpoint and a note. A newer build must read it all and write on.
+    let p = Place::new();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/format/format-1.redb");
+    std::fs::copy(fixture, &p.db).unwrap();
+    let status = p.json(&["get", "project/status"], 0);
+    assert_eq!((status["version"].as_u64(), status["value"]["tests"].as_u64()), (Some(2), Some(434)));
+    assert_eq!(p.json(&["history", "project/status"], 0)["events"].as_array().unwrap().len(), 2);
+    assert_eq!(p.json(&["get", "notes/a"], 0)["value"], json!([1, 2, 3]));
+    let runs = p.json(&["workflow", "ls", "--name", "nightly"], 0);
+    assert_eq!(runs["runs"][0]["tags"]["team"], "a", "{runs}");
+    assert_eq!(p.json(&["session", "restore", "agent-1"], 0)["context"]["turn"], 7);
+    assert_eq!(p.json(&["knowledge", "ls", "notes/"], 0)["notes"][0]["id"], "notes/format");
+    let restored = p.json(&["checkpoint", "restore", "--workspace", "fixture"], 0);
+    assert!(restored.to_string().contains("format fixture written"), "{restored}");
+    let written = p.json(&["put", "project/status", "\"upgraded\"", "--if-version", "2"], 0);
+    assert_eq!(written["revision"], 8, "revisions go on from the old file's");
+}

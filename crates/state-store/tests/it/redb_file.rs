@@ -105,3 +105,23 @@ async fn a_write_the_disk_refuses_costs_nothing_acknowledged_and_the_store_recov
 fn engine_at(path: &std::path::Path) -> Engine {
     engine(path)
 }
+
+#[test]
+fn a_file_of_a_newer_format_is_refused_by_name_not_misread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.redb");
+    drop(RedbBackend::open(&path).expect("create"));
+    // What a later version would leave: the same file, a higher format number.
+    {
+        let db = redb::Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(redb::TableDefinition::<&str, u64>::new("meta")).unwrap().insert("format", 2).unwrap();
+        txn.commit().unwrap();
+    }
+    let error = match RedbBackend::open(&path) {
+        Err(error) => error.to_string(),
+        Ok(_) => panic!("a newer format was opened"),
+    };
+    assert!(error.contains("store format 2 is newer than this build understands (1)"), "{error}");
+    assert!(error.contains("upgrade"), "it says what to do: {error}");
+}
