@@ -96,6 +96,20 @@ impl Api {
         }
     }
 
+    /// Writes a consistent copy of the store, as of its last commit, to a new file at `path`
+    /// (absolute), while writes go on; `{revision, bytes, path}`. Only for a store on this
+    /// machine: a server's store is backed up on the server.
+    pub async fn backup(&self, path: std::path::PathBuf) -> Result<Value, ApiError> {
+        match &self.inner {
+            Inner::Local(local) => local.backup(path).await,
+            Inner::Remote(remote) => remote.backup(path).await,
+            Inner::Http(_) => Err(ApiError::new(
+                ErrorCode::InvalidArguments,
+                "a backup is written where the database is: run `statectl backup` on the server's machine",
+            )),
+        }
+    }
+
     /// Refuses a call whose needs reach outside what `principal`'s token covers.
     async fn authorize(&self, principal: &Principal, op: Operation, needs: Vec<Need>) -> Result<(), ApiError> {
         for need in needs {

@@ -321,6 +321,17 @@ async fn serve_connection(stream: UnixStream, shared: &Shared) {
             });
             continue;
         }
+        if let Some(path) = call.backup {
+            let (local, write, id) = (shared.local.clone(), write.clone(), call.id);
+            tokio::spawn(async move {
+                let reply = match local.backup(path).await {
+                    Ok(taken) => Reply::result(Outcome::Ok, taken),
+                    Err(error) => Reply::error(error),
+                };
+                send(&write, &ReplyFrame::new(id, reply)).await;
+            });
+            continue;
+        }
         if let Some(bytes) = call.credit {
             if let Some((_, credit)) = watches.get(&call.id) {
                 credit.grant(bytes);

@@ -253,6 +253,27 @@ impl Remote {
         }
     }
 
+    /// Asks the owner for a backup written to `path` (see [`Call::backup`]).
+    pub(crate) async fn backup(&self, path: std::path::PathBuf) -> Result<Value, ApiError> {
+        let inner = &self.inner;
+        let id = inner.next_call.fetch_add(1, Ordering::Relaxed);
+        let frame = wire::encode(&Call { id, backup: Some(path), ..Call::default() })
+            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("cannot encode a call: {e}")))?;
+        let deadline = Instant::now() + inner.config.settle_timeout;
+        let connection = connection(inner, deadline).await.map_err(|error| {
+            ApiError::new(ErrorCode::Unavailable, format!("cannot reach the store's owner: {error}"))
+        })?;
+        // A backup reads the whole store: it takes as long as it takes, and is not resent (a
+        // lost answer leaves at most a `.partial` file, which the next attempt replaces).
+        match connection.send(id, &frame).await {
+            Ok(reply) => reply.into_reply().body,
+            Err(_) => Err(ApiError::new(
+                ErrorCode::Unavailable,
+                "the connection to the store's owner broke during the backup; try again",
+            )),
+        }
+    }
+
     /// Stops using the owner: closes the connection so the owner counts one client fewer.
     pub(crate) async fn close(&self) {
         self.inner.closing.store(true, Ordering::SeqCst);

@@ -121,6 +121,11 @@ pub(crate) struct Call {
     /// this answers with an error, which is an answer too.)
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ping: bool,
+    /// Write a consistent copy of the store to this new file (an absolute path on the owner's
+    /// machine, which is the client's: the socket is private to one user). The answer is
+    /// `{"revision", "bytes", "path"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -119,6 +119,10 @@ pub(crate) enum Command {
     },
     /// Write every record (keys, leases, runs, sessions, checkpoints, notes) as JSON lines
     Export(crate::transfer::ExportArgs),
+    /// Write a consistent copy of the store to FILE (a new file) while agents keep writing: a
+    /// database of its own, as of one revision (open it with --db FILE, or put it in place of
+    /// the store to restore)
+    Backup { file: std::path::PathBuf },
     /// Load a dump, or agentcheckpoint's or mcp-state-sidecar's database, keeping versions;
     /// a key that differs here is reported (exit 4), never overwritten. Safe to run again
     Import(crate::transfer::ImportArgs),
@@ -511,6 +515,7 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
         Command::Watch { .. } => bail!("watch streams: it is not one call"),
         Command::Export(_) | Command::Import(_) => bail!("export and import page through the store: not one call"),
         Command::Tui { .. } => bail!("the inspector is interactive: not one call"),
+        Command::Backup { .. } => bail!("a backup is not a call of the catalog"),
         Command::Lease(lease) => match lease {
             LeaseCommand::Acquire { resource, holder, ttl } => {
                 let request = AcquireRequest {

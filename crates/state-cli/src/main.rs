@@ -192,7 +192,11 @@ fn connect_failure(error: &anyhow::Error) -> u8 {
 async fn run(cli: &Cli, command: &Command) -> Result<u8> {
     // Read input before reaching the store, so a bad value never starts an owner.
     let call = match command {
-        Command::Watch { .. } | Command::Export(_) | Command::Import(_) | Command::Tui { .. } => None,
+        Command::Watch { .. }
+        | Command::Export(_)
+        | Command::Import(_)
+        | Command::Tui { .. }
+        | Command::Backup { .. } => None,
         other => Some(commands::operation(other)?),
     };
     let loaded = match command {
@@ -243,6 +247,7 @@ async fn run(cli: &Cli, command: &Command) -> Result<u8> {
             watch(&api, request, *count, cli.json).await
         }
         (Command::Export(args), _) => transfer::export(&api, args, cli.json).await?,
+        (Command::Backup { file }, _) => backup(&api, file, cli.json).await?,
         (Command::Import(args), _) => match loaded {
             Some(loaded) => transfer::import(&api, args, loaded, cli.json).await?,
             None => exit::USAGE,
@@ -307,6 +312,31 @@ fn print(reply: Reply, json: bool) -> u8 {
         }
     }
     exit::of(reply.outcome)
+}
+
+/// `backup FILE`: the owner writes the copy (the path made absolute for it).
+async fn backup(api: &Api, file: &std::path::Path, json: bool) -> Result<u8> {
+    let path = std::path::absolute(file).with_context(|| format!("cannot resolve {}", file.display()))?;
+    anyhow::ensure!(!path.exists(), "{} exists: a backup never overwrites a file", path.display());
+    match api.backup(path).await {
+        Ok(taken) => {
+            if json {
+                outln!("{}", output::json(&taken));
+            } else {
+                let megabytes = taken["bytes"].as_u64().unwrap_or(0) as f64 / 1e6;
+                outln!(
+                    "backed up revision {} ({megabytes:.1} MB) to {}",
+                    taken["revision"],
+                    taken["path"].as_str().unwrap_or("")
+                );
+            }
+            Ok(exit::OK)
+        }
+        Err(error) => {
+            eprintln!("statectl: {}", error.message);
+            Ok(exit::of(error.code.outcome()))
+        }
+    }
 }
 
 /// `get --raw`: only the value, for a script to use as it is (a string unquoted, anything else

@@ -181,6 +181,16 @@ impl Local {
         self.engine.watch(request).await.map_err(|e| engine_error(Operation::StateWatch, e))
     }
 
+    /// A consistent copy of the store written to `path`, a new file: `{revision, bytes, path}`.
+    pub(crate) async fn backup(&self, path: PathBuf) -> Result<Value, ApiError> {
+        if !path.is_absolute() {
+            let message = format!("a backup path must be absolute (it is written by the owner): {}", path.display());
+            return Err(ApiError::new(ErrorCode::InvalidArguments, message));
+        }
+        let taken = self.engine.backup(path.clone()).await.map_err(|e| engine_error(Operation::StateHealth, e))?;
+        Ok(serde_json::json!({"revision": taken.revision, "bytes": taken.bytes, "path": path.display().to_string()}))
+    }
+
     /// Whether this engine commits: answered once its writer has taken a turn.
     pub(crate) async fn ping(&self) -> Result<(), ApiError> {
         self.engine.ping().await.map_err(|e| engine_error(Operation::StateHealth, e))

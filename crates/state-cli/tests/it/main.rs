@@ -397,3 +397,67 @@ fn a_database_written_by_0_1_0_opens_with_everything_in_it() {
     let written = p.json(&["put", "project/status", "\"upgraded\"", "--if-version", "2"], 0);
     assert_eq!(written["revision"], 8, "revisions go on from the old file's");
 }
+
+#[test]
+fn a_backup_taken_under_writes_holds_exactly_the_writes_up_to_its_revision() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    let p = Place::new();
+    p.json(&["put", "seed", "0"], 0);
+    let runtime = p.runtime.to_string_lossy().into_owned();
+    let db = p.db.to_string_lossy().into_owned();
+    // An agent writes one new key after another through the database's owner, noting each
+    // acknowledged write's revision.
+    let acked: Arc<Mutex<Vec<(String, u64)>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (acked, stop) = (Arc::clone(&acked), Arc::clone(&stop));
+        let mut agent = McpClient::spawn_with_env(
+            &sibling("state-mcp"),
+            &["--db", &db, "--owner-idle", "2s"],
+            &[("STATE_RUNTIME_DIR", runtime.as_str())],
+        )
+        .unwrap();
+        agent.handshake(ProtocolEra::Legacy).unwrap();
+        std::thread::spawn(move || {
+            for i in 0..20_000 {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let key = format!("w/{i:05}");
+                let set = agent.call("state_set", json!({"key": key, "value": i})).unwrap().json();
+                acked.lock().unwrap().push((key, set["revision"].as_u64().unwrap()));
+            }
+            agent.shutdown().unwrap();
+        })
+    };
+    while acked.lock().unwrap().len() < 200 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let before_backup: Vec<(String, u64)> = acked.lock().unwrap().clone();
+    let file = p.dir.path().join("backup.redb");
+    let taken = p.json(&["backup", file.to_str().unwrap()], 0);
+    // Writes go on after it; then stop.
+    let after = acked.lock().unwrap().len();
+    while acked.lock().unwrap().len() < after + 200 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    stop.store(true, Ordering::SeqCst);
+    writer.join().unwrap();
+    let revision = taken["revision"].as_u64().unwrap();
+
+    // The backup is a database of its own: open it, alone.
+    let mut list = p.command(&["--json", "--db", file.to_str().unwrap(), "--standalone", "ls", "w/"]);
+    let listed = list.output().unwrap();
+    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let present: std::collections::BTreeSet<String> =
+        listed["entries"].as_array().unwrap().iter().map(|e| e["key"].as_str().unwrap().to_owned()).collect();
+    for (key, _) in &before_backup {
+        assert!(present.contains(key), "{key}, acknowledged before the backup began, is missing from it");
+    }
+    for (key, at) in acked.lock().unwrap().iter() {
+        assert_eq!(present.contains(key), *at <= revision, "{key} (revision {at}) against a backup at {revision}");
+    }
+    assert!(acked.lock().unwrap().iter().any(|(_, at)| *at > revision), "writes went on during and after it");
+}

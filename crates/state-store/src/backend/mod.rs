@@ -40,6 +40,15 @@ pub enum WriterExclusion {
     Database,
 }
 
+/// What a backup holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backup {
+    /// The store revision it was taken at: every change up to it, none after.
+    pub revision: u64,
+    /// The backup file's size.
+    pub bytes: u64,
+}
+
 pub trait Backend: Send + Sync + 'static {
     /// Short name shown in health output, e.g. "redb".
     fn kind(&self) -> &'static str;
@@ -65,6 +74,17 @@ pub trait Backend: Send + Sync + 'static {
     fn begin_write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError>;
     /// Bytes the database occupies, if it lives in a file.
     fn size_on_disk(&self) -> Option<u64>;
+
+    /// Writes a consistent copy of the last commit to a new file at `to` while writes go on:
+    /// a database of its own, opened like any other. Backends whose data lives elsewhere
+    /// (PostgreSQL) are backed up with their own tools.
+    fn backup(&self, to: &std::path::Path) -> Result<Backup, StorageError> {
+        let _ = to;
+        Err(StorageError::Other(format!(
+            "a {} store is backed up with its own tools (pg_dump for PostgreSQL), not by state",
+            self.kind()
+        )))
+    }
     /// Calls `on_commit` with the latest revision whenever commits made by other processes
     /// sharing the database may have become visible, until the returned [`Follower`] is
     /// dropped. `None` where no other process can write ([`WriterExclusion::Process`]).

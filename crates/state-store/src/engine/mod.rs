@@ -609,6 +609,16 @@ impl Engine {
         .await
     }
 
+    /// A consistent copy of the store as of its last commit, written to a new file at `to`
+    /// while writes go on (off the async workers: it reads the whole store).
+    pub async fn backup(&self, to: std::path::PathBuf) -> Result<crate::backend::Backup, EngineError> {
+        let backend = self.backend()?;
+        tokio::task::spawn_blocking(move || backend.backup(&to))
+            .await
+            .map_err(|_| EngineError::Closed)?
+            .map_err(EngineError::Storage)
+    }
+
     /// The last committed revision.
     pub async fn revision(&self) -> Result<u64, EngineError> {
         self.read(ReadCost::Point, |txn, _| Ok(txn.revision()?)).await

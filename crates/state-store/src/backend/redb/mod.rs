@@ -11,6 +11,7 @@
 //!   can hold several events on one key: an expiry, then the write that replaced it)
 //! - `meta`       name -> u64                        revision, compacted revision, format
 
+mod backup;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod faults;
@@ -281,6 +282,10 @@ impl Backend for RedbBackend {
 
     fn size_on_disk(&self) -> Option<u64> {
         self.path.as_ref().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len())
+    }
+
+    fn backup(&self, to: &Path) -> Result<crate::backend::Backup, StorageError> {
+        backup::backup(&*self.database()?, to)
     }
 }
 
