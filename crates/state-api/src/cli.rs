@@ -132,8 +132,9 @@ pub struct OwnerArgs {
     pub engine: EngineArgs,
 
     /// Exit after this long without clients (e.g. 30s, 5m, 1h); 0s exits when the last one
-    /// leaves (a new owner waits at least 1s for its first)
-    #[arg(long, env = "STATE_OWNER_IDLE", value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    /// leaves (a new owner waits at least 1s for its first); `never` keeps it up (under a
+    /// service manager)
+    #[arg(long, env = "STATE_OWNER_IDLE", value_name = "DURATION", default_value = "5m", value_parser = parse_idle)]
     pub idle: Duration,
 
     /// Log filter for the owner's log file, e.g. "info" or "state_api=debug"
@@ -292,6 +293,11 @@ pub fn database_path(path: Option<&Path>) -> Result<PathBuf, NoDataDir> {
         Some(path) => Ok(path.to_owned()),
         None => Ok(dirs::data_dir().ok_or(NoDataDir)?.join("state").join("state.redb")),
     }
+}
+
+/// An idle period: a duration, or `never` (no deadline at all).
+pub fn parse_idle(text: &str) -> Result<Duration, String> {
+    if text.trim() == "never" { Ok(Duration::MAX) } else { parse_duration(text) }
 }
 
 /// A duration such as `250ms`, `30s`, `5m` or `1h`; a bare number is seconds.

@@ -14,6 +14,23 @@ pub fn holder_note_path(db: &Path) -> PathBuf {
     state_store::backend::redb::holder_note_path(db)
 }
 
+/// The live process recorded as holding the database, with its role (`owner`, `standalone`,
+/// ...), if there is one.
+pub fn database_holder(db: &Path) -> Option<(u32, Option<String>)> {
+    state_store::RedbBackend::holder(db)
+}
+
+/// Bytes free on the disk holding `dir`.
+pub fn free_space(dir: &Path) -> std::io::Result<u64> {
+    state_store::files::free_space(dir)
+}
+
+/// The directory owner sockets live in when none is given: `$XDG_RUNTIME_DIR/state`, else
+/// `/tmp/state-<uid>`.
+pub fn runtime_dir(given: Option<&Path>) -> PathBuf {
+    given.map_or_else(default_runtime_dir, Path::to_path_buf)
+}
+
 /// One database's meeting point.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rendezvous {

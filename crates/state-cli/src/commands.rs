@@ -119,6 +119,9 @@ pub(crate) enum Command {
     },
     /// Write every record (keys, leases, runs, sessions, checkpoints, notes) as JSON lines
     Export(crate::transfer::ExportArgs),
+    /// Check the database, its owner, the socket directory, versions and the disk, and say
+    /// what to fix (exit 1 if something is broken)
+    Doctor,
     /// Write a consistent copy of the store to FILE (a new file) while agents keep writing: a
     /// database of its own, as of one revision (open it with --db FILE, or put it in place of
     /// the store to restore)
@@ -516,6 +519,7 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
         Command::Export(_) | Command::Import(_) => bail!("export and import page through the store: not one call"),
         Command::Tui { .. } => bail!("the inspector is interactive: not one call"),
         Command::Backup { .. } => bail!("a backup is not a call of the catalog"),
+        Command::Doctor => bail!("doctor runs checks, not one call"),
         Command::Lease(lease) => match lease {
             LeaseCommand::Acquire { resource, holder, ttl } => {
                 let request = AcquireRequest {

@@ -15,6 +15,7 @@ macro_rules! outln {
 }
 
 mod commands;
+mod doctor;
 mod exit;
 mod foreign;
 mod input;
@@ -158,7 +159,7 @@ fn fail(error: &anyhow::Error, code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
-async fn connect(cli: &Cli) -> Result<Api> {
+pub(crate) async fn connect(cli: &Cli) -> Result<Api> {
     if let Some(url) = &cli.server {
         anyhow::ensure!(!cli.store.standalone, "--standalone holds a local database; it cannot go with --server");
         let config = HttpConfig { url: url.clone(), token: cli.token.clone(), settle_timeout: SETTLE_TIMEOUT };
@@ -190,6 +191,9 @@ fn connect_failure(error: &anyhow::Error) -> u8 {
 
 /// Runs the command; the exit code, or an error that is the command line's fault.
 async fn run(cli: &Cli, command: &Command) -> Result<u8> {
+    if let Command::Doctor = command {
+        return doctor::doctor(cli, cli.json).await;
+    }
     // Read input before reaching the store, so a bad value never starts an owner.
     let call = match command {
         Command::Watch { .. }

@@ -461,3 +461,36 @@ fn a_backup_taken_under_writes_holds_exactly_the_writes_up_to_its_revision() {
     }
     assert!(acked.lock().unwrap().iter().any(|(_, at)| *at > revision), "writes went on during and after it");
 }
+
+#[test]
+fn doctor_says_what_is_wrong_and_what_to_do() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Place::new();
+    std::fs::set_permissions(p.dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let missing = p.run(&["doctor"]);
+    assert_eq!(missing.code, 0, "{}", missing.stderr);
+    assert!(missing.stdout.contains("WARN  database   none at"), "{}", missing.stdout);
+    assert!(!p.db.exists(), "doctor creates nothing");
+
+    p.json(&["put", "k", "1"], 0);
+    let healthy = p.run(&["doctor"]);
+    assert_eq!(healthy.code, 0, "{}", healthy.stdout);
+    for line in ["ok    database", "ok    owner      pid", "ok    version    state", "ok    disk"] {
+        assert!(healthy.stdout.contains(line), "{line}:\n{}", healthy.stdout);
+    }
+
+    std::fs::set_permissions(&p.db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let exposed = p.run(&["--json", "doctor"]);
+    let checks: Value = serde_json::from_str(&exposed.stdout).unwrap();
+    let database = checks.as_array().unwrap().iter().find(|c| c["check"] == "database").unwrap();
+    assert_eq!(
+        (database["status"].as_str(), database["fix"].as_str().map(|f| f.starts_with("chmod 600"))),
+        (Some("warn"), Some(true))
+    );
+
+    std::fs::set_permissions(&p.runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let broken = p.run(&["doctor"]);
+    assert_eq!(broken.code, 1, "an unsafe socket directory is a failure: {}", broken.stdout);
+    assert!(broken.stdout.contains("FAIL  sockets") && broken.stdout.contains("chmod 700"), "{}", broken.stdout);
+    std::fs::set_permissions(&p.runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+}

@@ -207,3 +207,51 @@ fn the_log_can_go_to_a_private_file_as_well() {
     let mode = std::fs::metadata(&log).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "a log names keys and clients: private");
 }
+
+/// The command a systemd unit in packaging/systemd runs, for a home of `home`, with the
+/// binaries of this build in place of ~/.local/bin's.
+fn unit_command(unit: &str, home: &std::path::Path) -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/systemd").join(unit);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line = text.lines().find_map(|l| l.strip_prefix("ExecStart=")).expect("an ExecStart line");
+    let bin = binary().parent().unwrap().to_string_lossy().into_owned();
+    line.split_whitespace()
+        .map(|word| word.replace("%h/.local/bin", &bin).replace("%h", &home.to_string_lossy()))
+        .collect()
+}
+
+#[test]
+fn the_systemd_units_run_a_lasting_owner_and_a_server_that_joins_it() {
+    let place = Place::new();
+    let home = place.db.parent().unwrap().join("home");
+    let owner = unit_command("state-owner.service", &home);
+    assert!(owner.iter().any(|w| w == "never"), "the owner unit's owner never idles out: {owner:?}");
+    let runtime = place.runtime.to_string_lossy().into_owned();
+    let mut owner_process = std::process::Command::new(&owner[0])
+        .args(&owner[1..])
+        .env("STATE_RUNTIME_DIR", &runtime)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let db = home.join(".local/share/state/state.redb");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while state_api::database_holder(&db).is_none() {
+        assert!(std::time::Instant::now() < deadline, "the owner unit's command never held {}", db.display());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The server unit, on a free port instead of 7478.
+    let http = unit_command("state-http.service", &home);
+    let args: Vec<String> = http[1..].iter().map(|a| a.replace("127.0.0.1:7478", "127.0.0.1:0")).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut server =
+        state_e2e::HttpServer::start(std::path::Path::new(&http[0]), &args, &[("STATE_RUNTIME_DIR", &runtime)])
+            .unwrap();
+    assert!(server.stderr().contains("joined the owner"), "{}", server.stderr());
+    expect(&server.client().request("PUT", "/v1/kv/from-a-unit", &[], Some(b"1")).unwrap(), 200);
+    assert!(home.join(".local/share/state/state-http.log").exists(), "the unit's --log-file");
+    server.terminate().unwrap();
+    // systemd stops a unit with SIGTERM: the owner finishes and exits cleanly.
+    std::process::Command::new("kill").arg(owner_process.id().to_string()).status().unwrap();
+    let status = owner_process.wait().unwrap();
+    assert!(status.success(), "the owner exits cleanly on SIGTERM: {status}");
+}

@@ -1,0 +1,177 @@
+//! `statectl doctor`: what a person checks when something is off, checked for them: the
+//! database file, who holds it, the owner's socket, whether the owner answers and runs this
+//! version, its log, and the disk. Each check says what it found and, when it is wrong, the
+//! one thing to do about it. Nothing is started or changed that was not running before.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+use serde_json::Value;
+use state_api::catalog::Operation;
+
+use crate::exit;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+#[derive(Debug, Serialize)]
+struct Check {
+    check: &'static str,
+    status: Status,
+    found: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+fn ok(check: &'static str, found: String) -> Check {
+    Check { check, status: Status::Ok, found, fix: None }
+}
+
+fn warn(check: &'static str, found: String, fix: String) -> Check {
+    Check { check, status: Status::Warn, found, fix: Some(fix) }
+}
+
+fn fail(check: &'static str, found: String, fix: String) -> Check {
+    Check { check, status: Status::Fail, found, fix: Some(fix) }
+}
+
+/// Runs every check; exit 0 unless one failed (warnings are advice).
+pub(crate) async fn doctor(cli: &crate::Cli, json: bool) -> Result<u8> {
+    let db = cli.store.database.database()?;
+    let mut checks = Vec::new();
+    let exists = db.exists();
+    checks.push(database(&db));
+    if exists {
+        checks.extend(holder_and_owner(cli, &db).await);
+        let log = state_api::owner_log_path(&db);
+        checks.push(match std::fs::metadata(&log) {
+            Ok(meta) => ok("owner log", format!("{} ({:.1} MB)", log.display(), meta.len() as f64 / 1e6)),
+            Err(_) => ok("owner log", format!("none yet at {} (an owner writes it)", log.display())),
+        });
+    }
+    checks.push(disk(&db));
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&checks).unwrap_or_default());
+    } else {
+        for check in &checks {
+            let status = match check.status {
+                Status::Ok => "ok  ",
+                Status::Warn => "WARN",
+                Status::Fail => "FAIL",
+            };
+            outln!("{status}  {:<10} {}", check.check, check.found);
+            if let Some(fix) = &check.fix {
+                outln!("      {:<10} → {fix}", "");
+            }
+        }
+    }
+    Ok(if checks.iter().any(|c| c.status == Status::Fail) { exit::FAILURE } else { exit::OK })
+}
+
+fn database(db: &Path) -> Check {
+    let meta = match std::fs::metadata(db) {
+        Ok(meta) => meta,
+        Err(_) => {
+            return warn(
+                "database",
+                format!("none at {}", db.display()),
+                "the first write creates it; if you expected one, check --db or STATE_DB".to_owned(),
+            );
+        }
+    };
+    let dir_mode = db.parent().and_then(|d| std::fs::metadata(d).ok()).map_or(0, |m| m.mode() & 0o777);
+    let size = format!("{} ({:.1} MB)", db.display(), meta.len() as f64 / 1e6);
+    if meta.mode() & 0o077 != 0 {
+        warn("database", format!("{size}, readable by other users"), format!("chmod 600 {}", db.display()))
+    } else if dir_mode & 0o077 != 0 {
+        let dir = db.parent().map(|d| d.display().to_string()).unwrap_or_default();
+        warn("database", format!("{size}, in a directory other users can enter"), format!("chmod 700 {dir}"))
+    } else {
+        ok("database", format!("{size}, private"))
+    }
+}
+
+async fn holder_and_owner(cli: &crate::Cli, db: &Path) -> Vec<Check> {
+    let runtime = state_api::runtime_dir(cli.store.database.runtime_dir.as_deref());
+    let runtime_mode = std::fs::metadata(&runtime).map(|m| m.mode() & 0o777);
+    let mut checks = vec![match runtime_mode {
+        Ok(mode) if mode & 0o077 == 0 => ok("sockets", format!("{} (private)", runtime.display())),
+        Ok(mode) => fail(
+            "sockets",
+            format!("{} is mode {mode:o}", runtime.display()),
+            format!("chmod 700 {} (owners refuse a directory others can enter)", runtime.display()),
+        ),
+        Err(_) => ok("sockets", format!("{} (made by the first owner)", runtime.display())),
+    }];
+    match state_api::database_holder(db) {
+        None => checks.push(ok("owner", "none running: the first client starts one".to_owned())),
+        Some((pid, Some(role))) if role == "owner" => checks.extend(owner(cli, pid).await),
+        Some((pid, role)) => checks.push(warn(
+            "owner",
+            format!("held by pid {pid} ({}), which does not share it", role.as_deref().unwrap_or("unknown role")),
+            format!("other clients wait for it: stop it (kill {pid}) or run it without --standalone"),
+        )),
+    }
+    checks
+}
+
+/// Asks the running owner how it is, through the same join every client makes.
+async fn owner(cli: &crate::Cli, pid: u32) -> Vec<Check> {
+    let api = match crate::connect(cli).await {
+        Ok(api) => api,
+        Err(error) => {
+            let fix = format!("see its log; `kill {pid}` ends it and the next client starts another");
+            return vec![fail("owner", format!("pid {pid} does not answer: {error:#}"), fix)];
+        }
+    };
+    let reply = api.call(Operation::StateHealth, serde_json::json!({})).await;
+    api.close().await;
+    let health = match reply.body {
+        Ok(health) => health,
+        Err(error) => {
+            let fix = format!("see its log; `kill {pid}` ends it and the next client starts another");
+            return vec![fail("owner", format!("pid {pid} answers but not health: {}", error.message), fix)];
+        }
+    };
+    let theirs = health["server_version"].as_str().unwrap_or("unknown").to_owned();
+    let ours = env!("CARGO_PKG_VERSION");
+    let mut checks = vec![ok(
+        "owner",
+        format!(
+            "pid {pid} answers: revision {}, {} keys, {} clients connected (this check included)",
+            health["revision"],
+            health["keys"],
+            health.get("owner").and_then(|o| o.get("clients")).unwrap_or(&Value::from(0))
+        ),
+    )];
+    checks.push(if theirs == ours {
+        ok("version", format!("state {ours}, as this statectl"))
+    } else {
+        warn(
+            "version",
+            format!("the owner runs state {theirs}, this statectl {ours}"),
+            format!("after an upgrade, `kill {pid}`: it finishes queued writes, and the next client starts {ours}"),
+        )
+    });
+    checks
+}
+
+fn disk(db: &Path) -> Check {
+    let dir = db.parent().filter(|d| d.exists()).unwrap_or(Path::new("/"));
+    match state_api::free_space(dir) {
+        Ok(free) if free < 256 * 1024 * 1024 => warn(
+            "disk",
+            format!("{:.0} MB free for {}", free as f64 / 1e6, dir.display()),
+            "free some space: writes are refused when the disk is nearly full".to_owned(),
+        ),
+        Ok(free) => ok("disk", format!("{:.1} GB free", free as f64 / 1e9)),
+        Err(error) => warn("disk", format!("cannot tell the free space: {error}"), "check df".to_owned()),
+    }
+}
