@@ -23,8 +23,13 @@ pub(crate) const BINARIES: [&str; 3] = ["state-mcp", "state-http", "statectl"];
 
 /// What to package, and where.
 pub(crate) struct Package {
-    /// Where the built binaries are (`target/<profile>`).
+    /// Where the built binaries are (`target/<profile>` or `target/<triple>/<profile>`).
     pub(crate) binaries: PathBuf,
+    /// The target they were built for (`x86_64-unknown-linux-gnu`).
+    pub(crate) target: String,
+    /// Binaries this machine can run, of the same version, to write man pages and
+    /// completions with (the packaged ones themselves unless cross-compiled).
+    pub(crate) runnable: PathBuf,
     pub(crate) out: PathBuf,
 }
 
@@ -39,40 +44,108 @@ pub(crate) fn dist(args: &[String]) -> Result<()> {
     let mut profile = "dist".to_owned();
     let mut build = true;
     let mut out = root().join("dist");
+    let host = host_target()?;
+    let mut targets = Vec::new();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--profile" => profile = rest.next().context("--profile needs a cargo profile")?.clone(),
             "--no-build" => build = false,
             "--out" => out = PathBuf::from(rest.next().context("--out needs a directory")?),
-            other => bail!("unknown argument `{other}` (dist takes --profile NAME, --no-build, --out DIR)"),
+            "--target" => targets.push(rest.next().context("--target needs a target triple")?.clone()),
+            other => bail!(
+                "unknown argument `{other}` (dist takes --profile NAME, --target TRIPLE (repeatable), --no-build, --out DIR)"
+            ),
         }
     }
-    if build {
-        let mut command = cargo();
-        command.args(["build", "--profile", &profile, "--locked"]);
-        for bin in BINARIES {
-            command.args(["--bin", bin]);
-        }
-        run(command)?;
+    if targets.is_empty() {
+        targets.push(host.clone());
     }
     let dir = match profile.as_str() {
         "dev" | "test" => "debug",
         "bench" => "release",
         other => other,
     };
-    let binaries = target_dir().join(dir);
-    let packed = package(&Package { binaries, out: out.clone() })?;
-    eprintln!();
-    for (binary, size) in &packed.binary_sizes {
-        eprintln!("{binary:<48} {:>6.1} MB", *size as f64 / 1e6);
+    // The host's binaries come first: they write every target's man pages and completions.
+    if build {
+        build_for(&profile, None)?;
     }
-    for path in &packed.artifacts {
+    let runnable = target_dir().join(dir);
+    let mut artifacts = Vec::new();
+    for target in &targets {
+        let binaries = if *target == host {
+            runnable.clone()
+        } else {
+            if build {
+                build_for(&profile, Some(target))?;
+            }
+            target_dir().join(target).join(dir)
+        };
+        let packed =
+            package(&Package { binaries, target: target.clone(), runnable: runnable.clone(), out: out.clone() })?;
+        eprintln!();
+        for (binary, size) in &packed.binary_sizes {
+            eprintln!("{target} {binary:<12} {:>6.1} MB", *size as f64 / 1e6);
+        }
+        artifacts.extend(packed.artifacts);
+    }
+    write_sums(&out)?;
+    for path in &artifacts {
         let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        eprintln!("{:<48} {:>6.1} MB", path.file_name().unwrap_or_default().to_string_lossy(), size as f64 / 1e6);
+        eprintln!("{:<56} {:>6.1} MB", path.file_name().unwrap_or_default().to_string_lossy(), size as f64 / 1e6);
     }
     eprintln!("\nin {}; verify with: cd {} && sha256sum -c SHA256SUMS", out.display(), out.display());
     Ok(())
+}
+
+/// Builds the three binaries, for this machine or (`target`) another, with zig as the linker.
+fn build_for(profile: &str, target: Option<&str>) -> Result<()> {
+    let mut command = cargo();
+    match target {
+        None => {
+            command.args(["build", "--profile", profile, "--locked"]);
+        }
+        Some(target) => {
+            let path = cross_toolchain(target)?;
+            // zigbuild's `<triple>.<glibc>` pins the oldest glibc the binaries need.
+            let pinned = if target.ends_with("-gnu") { format!("{target}.{CROSS_GLIBC}") } else { target.to_owned() };
+            command.args(["zigbuild", "--profile", profile, "--locked", "--target", &pinned]).env("PATH", path);
+        }
+    }
+    for bin in BINARIES {
+        command.args(["--bin", bin]);
+    }
+    run(command)
+}
+
+/// The oldest glibc a cross-built binary asks for.
+const CROSS_GLIBC: &str = "2.28";
+
+/// Makes sure a cross build can run (the target's standard library, cargo-zigbuild, zig from
+/// PyPI in a venv under target/cross); the PATH to run it with.
+fn cross_toolchain(target: &str) -> Result<String> {
+    let mut rustup = Command::new("rustup");
+    rustup.args(["target", "add", target]);
+    run(rustup)?;
+    if !cargo().args(["zigbuild", "--version"]).output().is_ok_and(|o| o.status.success()) {
+        let mut install = cargo();
+        install.args(["install", "cargo-zigbuild", "--locked"]);
+        run(install)?;
+    }
+    let venv = target_dir().join("cross/venv");
+    if !venv.join("bin/python3").exists() {
+        let mut create = Command::new("python3");
+        create.arg("-m").arg("venv").arg(&venv);
+        run(create)?;
+    }
+    let has_zig = Command::new(venv.join("bin/python3")).args(["-m", "ziglang", "version"]).output();
+    if !has_zig.is_ok_and(|o| o.status.success()) {
+        let mut pip = Command::new(venv.join("bin/pip"));
+        pip.args(["install", "--quiet", "ziglang"]);
+        run(pip)?;
+    }
+    // cargo-zigbuild runs `python3 -m ziglang`: the venv's python first.
+    Ok(format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default()))
 }
 
 /// Where cargo puts what it builds.
@@ -83,7 +156,7 @@ pub(crate) fn target_dir() -> PathBuf {
 /// Packs the binaries in `package.binaries` into every artifact kind; the paths written.
 pub(crate) fn package(package: &Package) -> Result<Packed> {
     let version = workspace_version()?;
-    let target = host_target()?;
+    let target = package.target.as_str();
     let out = &package.out;
     fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let scratch = out.join(".stage");
@@ -102,25 +175,37 @@ pub(crate) fn package(package: &Package) -> Result<Packed> {
         binary_sizes.push((name, fs::metadata(bin.join(name))?.len()));
     }
 
-    let mut written = vec![archive(&scratch, &bin, &version, &target, out)?];
-    written.push(wheel(&bin, &version, out)?);
-    written.extend(npm(&scratch, &bin, &version, out)?);
+    let mut written = vec![archive(&scratch, &bin, &package.runnable, &version, target, out)?];
+    written.push(wheel(&bin, &version, target, out)?);
+    written.extend(npm(&scratch, &bin, &version, target, out)?);
     let installer = out.join("install.sh");
     fs::copy(root().join("packaging/install.sh"), &installer)?;
     written.push(installer);
     fs::remove_dir_all(&scratch)?;
-
-    let mut sums = String::new();
-    for path in &written {
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        sums.push_str(&format!("{:x}  {name}\n", Sha256::digest(fs::read(path)?)));
-    }
-    fs::write(out.join("SHA256SUMS"), sums)?;
+    write_sums(out)?;
     Ok(Packed { artifacts: written, binary_sizes })
 }
 
+/// `SHA256SUMS` of every artifact in `out` (all targets packed there so far).
+fn write_sums(out: &Path) -> Result<()> {
+    let mut names: Vec<String> = fs::read_dir(out)?
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.path().is_file())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "SHA256SUMS" && !name.starts_with('.'))
+        .collect();
+    names.sort();
+    let mut sums = String::new();
+    for name in names {
+        sums.push_str(&format!("{:x}  {name}\n", Sha256::digest(fs::read(out.join(&name))?)));
+    }
+    fs::write(out.join("SHA256SUMS"), sums)?;
+    Ok(())
+}
+
 fn strip(binary: &Path) {
-    match Command::new("strip").arg("--strip-debug").arg(binary).status() {
+    // binutils' strip reads only this machine's architecture; a cross build is stripped by cargo.
+    match Command::new("strip").arg("--strip-debug").arg(binary).stderr(std::process::Stdio::null()).status() {
         Ok(status) if status.success() => {}
         // Without binutils the binary ships as built: larger, not wrong.
         _ => eprintln!("note: could not strip {}", binary.display()),
@@ -128,14 +213,15 @@ fn strip(binary: &Path) {
 }
 
 /// `state-<version>-<target>.tar.gz`.
-fn archive(scratch: &Path, bin: &Path, version: &str, target: &str, out: &Path) -> Result<PathBuf> {
+fn archive(scratch: &Path, bin: &Path, runnable: &Path, version: &str, target: &str, out: &Path) -> Result<PathBuf> {
     let name = format!("state-{version}-{target}");
     let stage = scratch.join(&name);
     fs::create_dir_all(stage.join("bin"))?;
     let generated = scratch.join("generated");
     for binary in BINARIES {
         fs::copy(bin.join(binary), stage.join("bin").join(binary))?;
-        let generate = Command::new(bin.join(binary)).arg("generate").arg("--dir").arg(generated.join(binary)).output();
+        let program = if runnable.join(binary).exists() { runnable.join(binary) } else { bin.join(binary) };
+        let generate = Command::new(program).arg("generate").arg("--dir").arg(generated.join(binary)).output();
         let generate = generate.with_context(|| format!("cannot run {binary} generate"))?;
         if !generate.status.success() {
             bail!("{binary} generate failed: {}", String::from_utf8_lossy(&generate.stderr));
@@ -170,12 +256,12 @@ fn place_as(file: &Path, to: &Path) -> Result<()> {
 }
 
 /// The wheel, tagged for the oldest glibc the binaries run on.
-fn wheel(bin: &Path, version: &str, out: &Path) -> Result<PathBuf> {
+fn wheel(bin: &Path, version: &str, target: &str, out: &Path) -> Result<PathBuf> {
     let mut glibc = (2, 17);
     for binary in BINARIES {
         glibc = glibc.max(glibc_needed(&bin.join(binary))?);
     }
-    let arch = std::env::consts::ARCH;
+    let arch = target.split('-').next().unwrap_or(std::env::consts::ARCH);
     let platform = format!("manylinux_{}_{}_{arch}", glibc.0, glibc.1);
     let mut python = Command::new("python3");
     python
@@ -215,19 +301,20 @@ fn glibc_needed(binary: &Path) -> Result<(u32, u32)> {
     Ok(newest)
 }
 
-/// npm's platform name for this machine (`linux-x64`).
-fn npm_platform() -> Result<String> {
-    let arch = match std::env::consts::ARCH {
+/// npm's platform name for a target (`linux-x64`).
+fn npm_platform(target: &str) -> Result<String> {
+    let arch = match target.split('-').next().unwrap_or_default() {
         "x86_64" => "x64",
         "aarch64" => "arm64",
         other => bail!("no npm package for {other} yet"),
     };
-    Ok(format!("{}-{arch}", std::env::consts::OS))
+    anyhow::ensure!(target.contains("-linux-"), "no npm package for {target} yet");
+    Ok(format!("linux-{arch}"))
 }
 
 /// The platform package (the binaries) and the package `npx state-mcp` runs.
-fn npm(scratch: &Path, bin: &Path, version: &str, out: &Path) -> Result<Vec<PathBuf>> {
-    let platform = npm_platform()?;
+fn npm(scratch: &Path, bin: &Path, version: &str, target: &str, out: &Path) -> Result<Vec<PathBuf>> {
+    let platform = npm_platform(target)?;
     let (os, cpu) = platform.split_once('-').unwrap_or(("linux", "x64"));
     let platform_name = format!("@state-mcp/{platform}");
     let description = "Durable, atomic, shared state for AI agents: an MCP server, an HTTP API and a CLI";

@@ -51,7 +51,8 @@ fn every_artifact_installs_without_rust_or_network_and_serves_mcp() {
     }
     let scratch = tempfile::tempdir().unwrap();
     let out = scratch.path().join("release");
-    let packed = package(&Package { binaries: built, out: out.clone() }).unwrap();
+    let target = super::host_target().unwrap();
+    let packed = package(&Package { binaries: built.clone(), target, runnable: built, out: out.clone() }).unwrap();
     let names: Vec<String> =
         packed.artifacts.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
     let sums = std::fs::read_to_string(out.join("SHA256SUMS")).unwrap();
