@@ -93,6 +93,20 @@ impl Place {
         (server, url)
     }
 
+    /// A `state-mcp` an MCP client started on this place's database, joined to its owner and
+    /// past the handshake.
+    fn agent(&self) -> McpClient {
+        let (db, runtime) = (self.db.to_string_lossy(), self.runtime.to_string_lossy());
+        let mut agent = McpClient::spawn_with_env(
+            &sibling("state-mcp"),
+            &["--db", &db, "--owner-idle", "2s"],
+            &[("STATE_RUNTIME_DIR", runtime.as_ref())],
+        )
+        .unwrap();
+        agent.handshake(ProtocolEra::Legacy).unwrap();
+        agent
+    }
+
     /// Runs with --json, expecting `code`; the parsed output.
     fn json(&self, args: &[&str], code: i32) -> Value {
         let mut all = vec!["--json"];
@@ -300,15 +314,7 @@ fn completions_and_man_page_are_generated() {
 #[test]
 fn works_beside_a_running_agent_and_against_state_http() {
     let p = Place::new();
-    let runtime = p.runtime.to_string_lossy().into_owned();
-    let db = p.db.to_string_lossy().into_owned();
-    let mut agent = McpClient::spawn_with_env(
-        &sibling("state-mcp"),
-        &["--db", &db, "--owner-idle", "2s"],
-        &[("STATE_RUNTIME_DIR", runtime.as_str())],
-    )
-    .unwrap();
-    agent.handshake(ProtocolEra::Legacy).unwrap();
+    let mut agent = p.agent();
     assert!(!agent.call("state_set", json!({"key": "shared", "value": "from the agent"})).unwrap().is_error);
     assert_eq!(p.json(&["get", "shared"], 0)["value"], "from the agent", "joined the agent's owner");
     p.json(&["put", "shared", r#""from the shell""#, "--if-version", "1"], 0);
@@ -404,21 +410,13 @@ fn a_backup_taken_under_writes_holds_exactly_the_writes_up_to_its_revision() {
     use std::sync::{Arc, Mutex};
     let p = Place::new();
     p.json(&["put", "seed", "0"], 0);
-    let runtime = p.runtime.to_string_lossy().into_owned();
-    let db = p.db.to_string_lossy().into_owned();
     // An agent writes one new key after another through the database's owner, noting each
     // acknowledged write's revision.
     let acked: Arc<Mutex<Vec<(String, u64)>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let (acked, stop) = (Arc::clone(&acked), Arc::clone(&stop));
-        let mut agent = McpClient::spawn_with_env(
-            &sibling("state-mcp"),
-            &["--db", &db, "--owner-idle", "2s"],
-            &[("STATE_RUNTIME_DIR", runtime.as_str())],
-        )
-        .unwrap();
-        agent.handshake(ProtocolEra::Legacy).unwrap();
+        let mut agent = p.agent();
         std::thread::spawn(move || {
             for i in 0..20_000 {
                 if stop.load(Ordering::SeqCst) {
