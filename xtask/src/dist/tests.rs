@@ -31,10 +31,18 @@ fn sh(program: &str, args: &[&str], dir: &Path, env: &[(&str, &str)]) -> String 
 
 /// A handshake and a write and read through the installed `state-mcp`.
 fn serves(program: &Path, scratch: &Path) {
+    serves_through(program, &[], &[], scratch);
+}
+
+/// The same, through a launcher (`uvx --from WHEEL state-mcp`) given `env`.
+fn serves_through(program: &Path, launcher_args: &[&str], env: &[(&str, &str)], scratch: &Path) {
     let db = scratch.join(format!("{}.redb", scratch.file_name().unwrap_or_default().to_string_lossy()));
     let path = path_without_rust();
-    let args = ["--db", db.to_str().unwrap(), "--standalone"];
-    let mut client = McpClient::spawn_in(program, &args, &[("PATH", path.as_str())], Some(scratch)).unwrap();
+    let mut args = launcher_args.to_vec();
+    args.extend(["--db", db.to_str().unwrap(), "--standalone"]);
+    let mut env = env.to_vec();
+    env.push(("PATH", path.as_str()));
+    let mut client = McpClient::spawn_in(program, &args, &env, Some(scratch)).unwrap();
     client.handshake(ProtocolEra::Legacy).unwrap_or_else(|e| panic!("{}: {e}\n{}", program.display(), client.stderr()));
     let set = client.call("state_set", json!({"key": "installed", "value": true})).unwrap();
     assert_eq!(set.json()["version"], 1, "{}", set.text);
@@ -105,6 +113,26 @@ fn every_artifact_installs_without_rust_or_network_and_serves_mcp() {
     let wheel_place = scratch.path().join("wheel");
     std::fs::create_dir_all(&wheel_place).unwrap();
     serves(&venv.join("bin/state-mcp"), &wheel_place);
+    // As MCP users run Python-packaged servers: uvx, and pipx, offline (both from tests/sdk).
+    let sdk = std::env::var_os("STATE_SDK_DIR").map_or_else(|| crate::root().join("target/sdk"), PathBuf::from);
+    let installers = sdk.join("venv/bin");
+    if installers.join("uvx").exists() && installers.join("pipx").exists() {
+        let uv = scratch.path().join("uv");
+        std::fs::create_dir_all(&uv).unwrap();
+        let (cache, tools) = (uv.join("cache"), uv.join("tools"));
+        let env = [("UV_CACHE_DIR", cache.to_str().unwrap()), ("UV_TOOL_DIR", tools.to_str().unwrap())];
+        let from = ["--offline", "--from", wheel.to_str().unwrap(), "state-mcp"];
+        serves_through(&installers.join("uvx"), &from, &env, &uv);
+        let pipx = scratch.path().join("pipx");
+        let (home, bin) = (pipx.join("home"), pipx.join("bin"));
+        let env = [("PIPX_HOME", home.to_str().unwrap()), ("PIPX_BIN_DIR", bin.to_str().unwrap())];
+        let args = ["install", "--pip-args=--no-index", wheel.to_str().unwrap()];
+        sh(installers.join("pipx").to_str().unwrap(), &args, scratch.path(), &env);
+        serves(&bin.join("state-mcp"), &pipx);
+    } else {
+        assert!(std::env::var_os("STATE_REQUIRE_DIST").is_none(), "uvx and pipx are not in {}", installers.display());
+        eprintln!("SKIPPED: uvx and pipx (bash tests/sdk/setup.sh installs them)");
+    }
 
     // The npm packages, offline: the one npx runs, and the platform's binaries beside it.
     let project = scratch.path().join("npm-project");
