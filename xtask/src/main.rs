@@ -12,6 +12,7 @@ use anyhow::{Context, Result, bail};
 
 mod dist;
 mod fuzz;
+mod image;
 #[cfg(test)]
 mod tidy;
 
@@ -32,6 +33,7 @@ fn run_task() -> Result<()> {
     match task {
         "ci" => ci(),
         "dist" => dist::dist(rest),
+        "image" => image::image(rest),
         "bench" => bench(rest),
         "fuzz" => fuzz::fuzz(rest),
         "stress" => stress(rest),
@@ -52,6 +54,8 @@ tasks:
   dist    what a release ships, into dist/: the archive (binaries, man pages, completions),
           a Python wheel, npm packages, install.sh and SHA256SUMS (--profile NAME, default
           dist; --no-build to pack binaries already built; --out DIR)
+  image   the container image of state-http from dist/'s archive, checked to serve (needs a
+          Docker daemon): --base IMAGE (default debian:bookworm-slim), --tag NAME, --port N
   bench   release benchmarks (engine, MCP stdio, state-http with a pgbench reference);
           extra arguments go to state-bench, e.g. `cargo xtask bench -- --seconds 5`
   stress  linearizability of many recorded histories (12 clients, the owner killed twice in
