@@ -63,16 +63,23 @@ fn layers_point_one_way() {
     let ours =
         |package: &str| -> Vec<String> { graph[package].iter().filter(|d| d.starts_with("state-")).cloned().collect() };
     assert_eq!(ours("state-store"), ["state-core"], "the engine builds on the core alone");
+    assert_eq!(ours("state-compat"), ["state-core"], "the replaced servers' shapes map onto the core's, nothing else");
     let mut api = ours("state-api");
     api.sort();
-    assert_eq!(api, ["state-core", "state-store"], "the seam builds on the engine and the core alone");
+    assert_eq!(
+        api,
+        ["state-compat", "state-core", "state-store"],
+        "the seam builds on the engine, the core and the replaced servers' shapes alone"
+    );
     for frontend in frontends.iter().filter(|f| graph.contains_key(**f)) {
         for dependency in ours(frontend) {
             // The one named exception: state-http mounts state-mcp's MCP handler at /mcp
             // (one protocol, two transports).
             let mounts_mcp = *frontend == "state-http" && dependency == "state-mcp";
+            // statectl reads the replaced servers' databases to import them.
+            let imports = *frontend == "state-cli" && dependency == "state-compat";
             assert!(
-                dependency == "state-api" || dependency == "state-core" || mounts_mcp,
+                dependency == "state-api" || dependency == "state-core" || mounts_mcp || imports,
                 "{frontend} depends on {dependency}: frontends hold the seam (state-api), never the engine, \
                  a backend or another frontend"
             );
@@ -124,6 +131,7 @@ fn the_core_holds_no_protocol_and_each_operation_is_declared_in_one_place() {
     // The catalog (names, tool groups, routes, what a token must cover) is the seam's; how a
     // tool list trims schemas to save tokens is MCP's. Neither belongs to the domain.
     let core = root().join("crates/state-core/src");
+    assert!(!core.join("compat").exists(), "the replaced servers' shapes live in state-compat, not the core");
     for file in rust_files(&core) {
         let text = std::fs::read_to_string(&file).expect("readable source");
         for word in ["enum Operation", "ToolGroup", "outputSchema", "tools/list"] {

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use state_core::idempotency::Mutating;
 use state_store::EngineError;
 
-use state_core::compat::{agentcheckpoint as ac, caxton as cx, goldfish as gf, sage as sg, sidecar as sc};
+use state_compat::{agentcheckpoint as ac, caxton as cx, goldfish as gf, sage as sg, sidecar as sc};
 use state_core::ops::admin::{ResetRequest, ResetResult};
 use state_core::ops::checkpoint::{
     CheckpointRestoreRequest, CheckpointRestoreResult, CheckpointSaveRequest, CheckpointSaveResult,

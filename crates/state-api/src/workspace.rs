@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::catalog::Operation;
 use serde_json::Value;
-use state_core::compat::goldfish;
+use state_compat::goldfish;
 
 /// The argument names an operation uses for the workspace and the branch, when it defaults
 /// them: `(workspace, branch)`; `branch` is `None` where the call saves nothing.

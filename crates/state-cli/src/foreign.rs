@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
-use state_core::compat::sidecar;
+use state_compat::sidecar;
 use state_core::ops::transfer::DumpedRecord;
 use state_core::transfer;
 
@@ -91,7 +91,7 @@ fn epoch_seconds(seconds: f64) -> String {
 /// so a key's version is the number of writes its audit `history` records, and its writer
 /// and time are those of the last one; `sessions(session_id, context_json, updated_at)`
 /// becomes a session at version 1; its workflow runs and step outputs become runs
-/// (`compat::sidecar::run_records`). Its leases are counted, not imported.
+/// (`state_compat::sidecar::run_records`). Its leases are counted, not imported.
 pub(crate) fn sidecar(path: &Path) -> Result<(Vec<DumpedRecord>, Left)> {
     let db = open(path, "mcp-state-sidecar")?;
     let not_sidecar = "no kv_store, history and sessions tables: is this mcp-state-sidecar's SQLite database?";

@@ -6,7 +6,6 @@
 //! decisions come out as data (`Plan`) for the store to apply atomically.
 
 pub mod checkpoint;
-pub mod compat;
 pub mod cursor;
 pub mod entry;
 pub mod error;

@@ -1,13 +1,13 @@
 //! Compatibility profiles: translate each replaced server's arguments into engine calls and
 //! the results back into its shapes (the shapes themselves are defined in
-//! `state_core::compat`).
+//! `state_compat`).
 
 use std::collections::BTreeMap;
 
 use crate::catalog::{Operation, Profile};
 use serde_json::{Value, json};
+use state_compat::{agentcheckpoint as ac, caxton as cx, goldfish as gf, sage as sg, sidecar as sc};
 use state_core::InvalidInput;
-use state_core::compat::{agentcheckpoint as ac, caxton as cx, goldfish as gf, sage as sg, sidecar as sc};
 use state_core::limits::{MAX_PAGE, MAX_TXN_OPS};
 use state_core::ops::ReadStatus;
 use state_core::ops::admin::{RESET_CONFIRMATION, ResetRequest};

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::ops::checkpoint::{
+use state_core::ops::checkpoint::{
     CheckpointFields, CheckpointRestoreRequest, CheckpointRestoreResult, CheckpointSaveRequest, CheckpointSaveResult,
     CheckpointSearchRequest, CheckpointSearchResult, CheckpointTimelineRequest, CheckpointTimelineResult, Depth,
     RestoreStatus, TimelineFormat,

@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::keyspace;
-use crate::ops::transfer::DumpedRecord;
-use crate::ops::workflow::{DEFAULT_MAX_ATTEMPTS, RunStatus};
-use crate::time::UnixMillis;
-use crate::workflow::{RunRecord, StepRecord};
+use state_core::keyspace;
+use state_core::ops::transfer::DumpedRecord;
+use state_core::ops::workflow::{DEFAULT_MAX_ATTEMPTS, RunStatus};
+use state_core::time::UnixMillis;
+use state_core::workflow::{RunRecord, StepRecord};
 
 /// A row of the sidecar's `workflows` table with its `step_outputs`.
 #[derive(Debug, Clone, PartialEq)]

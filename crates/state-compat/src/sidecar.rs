@@ -8,10 +8,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::ops::history::HistoryEvent;
-use crate::ops::lease::{AcquireResult, AcquireStatus, HoldResult, HoldStatus};
-use crate::ops::workflow::{ClaimResult, ClaimStatus, ResumeResult, RunStatus, RunSummary};
-use crate::time::UnixMillis;
+use state_core::ops::history::HistoryEvent;
+use state_core::ops::lease::{AcquireResult, AcquireStatus, HoldResult, HoldStatus};
+use state_core::ops::workflow::{ClaimResult, ClaimStatus, ResumeResult, RunStatus, RunSummary};
+use state_core::time::UnixMillis;
 
 fn seconds(at: UnixMillis) -> f64 {
     at.0 as f64 / 1000.0

@@ -5,8 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::ops::kv::{DeleteRequest, GetResult, ListedEntry, SetRequest, SetResult};
-use crate::ops::{ReadStatus, WriteStatus};
+use state_core::ops::kv::{DeleteRequest, GetResult, ListedEntry, SetRequest, SetResult};
+use state_core::ops::{ReadStatus, WriteStatus};
 
 /// Read a checkpoint.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ops::checkpoint::{
+use state_core::ops::checkpoint::{
     Checkpoint, CheckpointFields, CheckpointSaveRequest, Contribution, NextAction, Source, Tension, Trigger,
 };
 
