@@ -79,18 +79,20 @@ impl StateServer {
     /// `state_tools`: enables groups for a legacy session, whose client is told its list
     /// changed; answers with the new tools' definitions either way.
     async fn discover(&self, arguments: &Map<String, Value>, context: &RequestContext<RoleServer>) -> CallToolResult {
+        let discover = |groups: &mut Vec<ToolGroup>| {
+            let before = groups.len();
+            self.tools.discover(groups, arguments).map(|answer| (answer, groups.len() > before))
+        };
+        // A session's groups change under its lock, so concurrent calls cannot lose each
+        // other's; a 2026-07-28 request's list never changes, so its groups are its own.
         let session = in_session(context);
-        let mut enabled = self.enabled(context);
-        let before = enabled.len();
-        let answer = match self.tools.discover(&mut enabled, arguments) {
-            Ok(answer) => answer,
+        let discovered = if session { self.enabled.update(discover) } else { discover(&mut Vec::new()) };
+        let (answer, grew) = match discovered {
+            Ok(discovered) => discovered,
             Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]),
         };
-        if session && enabled.len() > before {
-            self.enabled.update(|groups| *groups = enabled);
-            if let Err(error) = context.peer.notify_tool_list_changed().await {
-                tracing::debug!(%error, "could not tell the client its tool list changed");
-            }
+        if session && grew && let Err(error) = context.peer.notify_tool_list_changed().await {
+            tracing::debug!(%error, "could not tell the client its tool list changed");
         }
         CallToolResult::structured(answer)
     }
