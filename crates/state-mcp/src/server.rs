@@ -91,7 +91,10 @@ impl StateServer {
             Ok(discovered) => discovered,
             Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]),
         };
-        if session && grew && let Err(error) = context.peer.notify_tool_list_changed().await {
+        if session
+            && grew
+            && let Err(error) = context.peer.notify_tool_list_changed().await
+        {
             tracing::debug!(%error, "could not tell the client its tool list changed");
         }
         CallToolResult::structured(answer)

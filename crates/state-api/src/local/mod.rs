@@ -187,7 +187,15 @@ impl Local {
             let message = format!("a backup path must be absolute (it is written by the owner): {}", path.display());
             return Err(ApiError::new(ErrorCode::InvalidArguments, message));
         }
-        let taken = self.engine.backup(path.clone()).await.map_err(|e| engine_error(Operation::StateHealth, e))?;
+        let taken = self.engine.backup(path.clone()).await.map_err(|error| match error {
+            EngineError::Closed => {
+                ApiError::new(ErrorCode::Unavailable, "the store is shutting down; back it up once it runs again")
+            }
+            error => ApiError::new(
+                ErrorCode::Storage,
+                format!("the backup to {} was not written: {error}. The store is unchanged", path.display()),
+            ),
+        })?;
         Ok(serde_json::json!({"revision": taken.revision, "bytes": taken.bytes, "path": path.display().to_string()}))
     }
 

@@ -216,3 +216,19 @@ async fn a_call_with_no_owner_to_reach_says_it_was_not_applied() {
     assert_eq!(error.code, ErrorCode::Unavailable);
     assert!(error.message.contains("was not applied") && error.message.contains("no owner"), "{}", error.message);
 }
+
+#[tokio::test]
+async fn a_backup_never_overwrites_a_file_and_says_which_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = state_api::Local::open_standalone(&dir.path().join("s.redb"), Default::default()).unwrap();
+    let api = state_api::Api::local(local);
+    let taken = dir.path().join("copy.redb");
+    assert!(api.backup(taken.clone()).await.is_ok());
+    let error = api.backup(taken.clone()).await.unwrap_err();
+    assert_eq!(error.code, state_api::ErrorCode::Storage);
+    assert!(error.message.contains(&format!("the backup to {} was not written", taken.display())), "{}", error.message);
+    assert!(error.message.contains("never overwrites"), "{}", error.message);
+    let relative = api.backup("copy2.redb".into()).await.unwrap_err();
+    assert_eq!(relative.code, state_api::ErrorCode::InvalidArguments, "{}", relative.message);
+    api.close().await;
+}

@@ -458,6 +458,9 @@ fn a_backup_taken_under_writes_holds_exactly_the_writes_up_to_its_revision() {
         assert_eq!(present.contains(key), *at <= revision, "{key} (revision {at}) against a backup at {revision}");
     }
     assert!(acked.lock().unwrap().iter().any(|(_, at)| *at > revision), "writes went on during and after it");
+    let again = p.run(&["backup", file.to_str().unwrap()]);
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert!(again.stderr.contains("never overwrites"), "{}", again.stderr);
 }
 
 #[test]
