@@ -84,7 +84,7 @@ impl HttpRemote {
         };
         // The first contact is not retried: nothing listening there is a wrong address more
         // often than a server restarting, and a person at a prompt should hear so at once.
-        let url = format!("{}/v1/call/native/state_health", remote.base);
+        let url = remote.call_url(Operation::StateHealth);
         let empty = Bytes::from_static(b"{}");
         let first = tokio::time::timeout(config.settle_timeout, remote.send(&url, &empty, None));
         match first.await {
@@ -110,8 +110,7 @@ impl HttpRemote {
 
     pub(crate) async fn call_with_id(&self, op: Operation, args: Value, request_id: Option<String>) -> Reply {
         let request_id = self.request_ids.for_call(op, &args, request_id);
-        let spec = op.spec();
-        let url = format!("{}/v1/call/{}/{}", self.base, spec.profile.name(), spec.name);
+        let url = self.call_url(op);
         let body = match serde_json::to_vec(&args) {
             Ok(body) => Bytes::from(body),
             Err(e) => return Reply::error(ApiError::new(ErrorCode::Internal, format!("cannot encode a call: {e}"))),
@@ -151,6 +150,12 @@ impl HttpRemote {
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(1));
         }
+    }
+
+    /// The seam route of `op` on this server.
+    fn call_url(&self, op: Operation) -> String {
+        let spec = op.spec();
+        format!("{}/v1/call/{}/{}", self.base, spec.profile.name(), spec.name)
     }
 
     async fn send(&self, url: &str, body: &Bytes, request_id: Option<&str>) -> Result<Reply, Failure> {

@@ -124,21 +124,18 @@ async fn holder_and_owner(cli: &crate::Cli, db: &Path) -> Vec<Check> {
 
 /// Asks the running owner how it is, through the same join every client makes.
 async fn owner(cli: &crate::Cli, pid: u32) -> Vec<Check> {
+    let stuck = |found: String| {
+        fail("owner", found, format!("see its log; `kill {pid}` ends it and the next client starts another"))
+    };
     let api = match crate::connect(cli).await {
         Ok(api) => api,
-        Err(error) => {
-            let fix = format!("see its log; `kill {pid}` ends it and the next client starts another");
-            return vec![fail("owner", format!("pid {pid} does not answer: {error:#}"), fix)];
-        }
+        Err(error) => return vec![stuck(format!("pid {pid} does not answer: {error:#}"))],
     };
     let reply = api.call(Operation::StateHealth, serde_json::json!({})).await;
     api.close().await;
     let health = match reply.body {
         Ok(health) => health,
-        Err(error) => {
-            let fix = format!("see its log; `kill {pid}` ends it and the next client starts another");
-            return vec![fail("owner", format!("pid {pid} answers but not health: {}", error.message), fix)];
-        }
+        Err(error) => return vec![stuck(format!("pid {pid} answers but not health: {}", error.message))],
     };
     let theirs = health["server_version"].as_str().unwrap_or("unknown").to_owned();
     let ours = env!("CARGO_PKG_VERSION");
