@@ -169,3 +169,27 @@ fn tool_choices_apply_over_http() {
     let document = expect(&http.get("/openapi.json").unwrap(), 200);
     assert!(document["paths"].get("/v1/admin:reset").is_none(), "the document lists what is served");
 }
+
+#[test]
+fn state_call_and_state_tools_hold_a_token_to_its_prefixes() {
+    // The discovery tools run what a token could run directly, and nothing more.
+    let place = Place::new();
+    let server = place.serve_with_auth();
+    let http = server.client().with_token(crate::TEAM_A);
+    let call = |tool: &str, arguments: Value| {
+        let params = json!({"name": "state_call", "arguments": {"tool": tool, "arguments": arguments}});
+        message(&modern(&http, "tools/call", Some("state_call"), params))
+    };
+    let own = call("state_set", json!({"key": "team-a/x", "value": 1}));
+    assert_eq!(own["result"]["isError"], json!(false), "{own}");
+    let other = call("state_get", json!({"key": "team-b/x"}));
+    assert_eq!(other["result"]["isError"], json!(true), "{other}");
+    assert!(other.to_string().contains("may not use"), "{other}");
+    let wipe = call("state_reset", json!({"confirm": "DELETE EVERYTHING"}));
+    assert_eq!(wipe["result"]["isError"], json!(true), "a write token cannot wipe through state_call: {wipe}");
+    let groups = json!({"name": "state_tools", "arguments": {"enable": ["admin"]}});
+    let listed = message(&modern(&http, "tools/call", Some("state_tools"), groups));
+    assert_eq!(listed["result"]["isError"], json!(false), "{listed}");
+    let kept = call("state_get", json!({"key": "team-a/x"}));
+    assert_eq!(kept["result"]["structuredContent"]["value"], 1, "{kept}");
+}
