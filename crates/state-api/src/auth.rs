@@ -182,32 +182,53 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
     }
 }
 
-/// `message` with every double-quoted string replaced by `"…"`, and every backquoted one too
-/// unless it is a word of the file's own format: serde names a wrong value by quoting it, and
-/// that value can be a secret pasted in the wrong place.
+/// `message` with nothing of the file's own text left in it. serde names a wrong value by
+/// quoting it, unescaped, and that value can be a secret pasted in the wrong place, quotes
+/// and all; so a quoted part is kept only when it is a word of the file's own format, and
+/// everything from the first other quote on is dropped, save the schema's closing
+/// ", expected …" clause when it is made of nothing but the format's words.
 fn redact_strings(message: &str) -> String {
+    const EXPECTED: &str = ", expected ";
+    let (head, tail) = match message.rfind(EXPECTED) {
+        Some(at) => message.split_at(at),
+        None => (message, ""),
+    };
+    let (mut out, cut) = keep_format_words(head);
+    if cut {
+        out.push('…');
+    }
+    let (tail_kept, tail_cut) = keep_format_words(tail);
+    let tail_is_schema = !tail_cut
+        && tail_kept[EXPECTED.len().min(tail_kept.len())..]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | ',' | '_' | '`'));
+    if tail_is_schema {
+        out.push_str(&tail_kept);
+    }
+    out
+}
+
+/// The longest start of `text` whose quoted parts are all words of the tokens file's format,
+/// and whether anything was cut after it.
+fn keep_format_words(text: &str) -> (String, bool) {
     const WORDS: [&str; 9] =
         ["token", "name", "secret", "secret_sha256", "prefixes", "rights", "read", "write", "admin"];
-    let mut out = String::with_capacity(message.len());
-    let mut rest = message;
+    let mut kept = 0;
+    let mut rest = text;
     while let Some(start) = rest.find(['"', '`']) {
         let quote = rest.as_bytes()[start] as char;
-        out.push_str(&rest[..start]);
         let inner = &rest[start + 1..];
-        let Some(end) = inner.find(quote) else {
-            out.push(quote);
-            out.push('…');
-            return out;
-        };
-        let text = &inner[..end];
-        let shown = if quote == '`' && WORDS.contains(&text) { text } else { "…" };
-        out.push(quote);
-        out.push_str(shown);
-        out.push(quote);
-        rest = &inner[end + 1..];
+        let word = inner.find(quote).map(|end| &inner[..end]);
+        match word {
+            Some(word) if quote == '`' && WORDS.contains(&word) => {
+                let taken = start + 1 + word.len() + 1;
+                kept += taken;
+                rest = &rest[taken..];
+            }
+            _ => return (text[..kept + start + 1].to_owned(), true),
+        }
     }
-    out.push_str(rest);
-    out
+    (text.to_owned(), false)
 }
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {

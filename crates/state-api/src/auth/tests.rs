@@ -126,6 +126,12 @@ fn a_malformed_tokens_file_never_echoes_a_secret() {
         format!(
             "[[token]]\nname = \"a\"\nsecret = \"x-0123456789abcdef\"\nprefixes = [\"\"]\nrights = [\"{SECRET}\"]\n"
         ),
+        // A quote inside the wrong value must not end the redaction early: serde does not
+        // escape what it names.
+        format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\"\nprefixes = [\"a/\"]\nrights = [\"x`{SECRET}`y\"]\n"),
+        format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\"\nprefixes = [\"a/\"]\nrights = [\"x\\\"{SECRET}\"]\n"),
+        format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\"\nprefixes = [\"a/\"]\nrights = [\"x, expected {SECRET}\"]\n"),
+        format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\"\n\"x`, expected {SECRET}\" = 1\n"),
     ];
     for text in &malformed {
         let error = Tokens::parse(text).map(|_| ()).unwrap_err();
@@ -135,6 +141,10 @@ fn a_malformed_tokens_file_never_echoes_a_secret() {
     // What the file's own words are still named, so a typo is easy to find.
     let typo = Tokens::parse("[[token]]\nname = \"a\"\nsecrt = \"x\"\n").map(|_| ()).unwrap_err();
     assert!(typo.contains("`secret`") && typo.contains("`prefixes`"), "{typo}");
+    let wrong_right = Tokens::parse("[[token]]\nname='a'\nsecret='0123456789abcdef'\nprefixes=['']\nrights=['root']")
+        .map(|_| ())
+        .unwrap_err();
+    assert!(wrong_right.contains("expected one of `read`, `write`, `admin`"), "{wrong_right}");
 }
 
 #[test]
