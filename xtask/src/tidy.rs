@@ -173,3 +173,37 @@ fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+#[test]
+fn every_engine_verb_is_a_native_operation() {
+    // A profile's rule the native operations lack is a `state_core::plan::Rule` its adapter
+    // hands to `Engine::apply`; a verb of the engine that no native declaration runs is one
+    // kept for somebody's compatibility, which is what adapters are for.
+    let catalog = std::fs::read_to_string(root().join("crates/state-api/src/catalog.rs")).expect("the catalog");
+    let declared: BTreeSet<&str> = catalog
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("engine: "))
+        .map(|rest| rest.trim_end_matches(','))
+        .filter(|name| name.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+        .collect();
+    // What the engine offers besides operations: its generic entries, its change feed, and
+    // what hosts and maintenance call.
+    let services =
+        ["apply", "query", "watch", "backup", "ping", "health", "close", "revision", "compact_history", "expire_due"];
+    let engine = root().join("crates/state-store/src/engine");
+    for name in ["mod.rs", "text.rs", "transfer.rs", "watch.rs"] {
+        let text = std::fs::read_to_string(engine.join(name)).expect("engine source");
+        let Some(start) = text.find("impl Engine {") else { continue };
+        let body = &text[start..];
+        let body = &body[..body.find("\n}\n").unwrap_or(body.len())];
+        for line in body.lines() {
+            let Some(rest) = line.trim().strip_prefix("pub async fn ") else { continue };
+            let verb: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            assert!(
+                declared.contains(verb.as_str()) || services.contains(&verb.as_str()),
+                "Engine::{verb} ({name}) is run by no native declaration: a compatibility profile's rule \
+                 belongs in an adapter (state_compat::<profile>::calls, with a plan::Rule if it must write)"
+            );
+        }
+    }
+}

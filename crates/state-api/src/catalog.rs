@@ -347,8 +347,9 @@ pub(crate) type CallFuture<'a> = Pin<Box<dyn Future<Output = Result<Reply, CallE
 pub(crate) enum Runner {
     /// Parse the request, call the engine, classify and encode the result.
     Engine(for<'a> fn(&'a Local, Value) -> CallFuture<'a>),
-    /// A replaced server's shape of our operations, translated by `local::compat`.
-    Compat,
+    /// A replaced server's tool: parse its arguments, run its adapter over the seam
+    /// (`state_compat::<profile>::calls`), reply with its shape.
+    Compat(for<'a> fn(&'a Local, Value, Option<String>) -> CallFuture<'a>),
 }
 
 /// What a caller's token must cover to make the call.
@@ -466,6 +467,30 @@ macro_rules! runner {
     }};
 }
 
+/// Runs a compatibility tool: its arguments parsed as the declared type (or, for an adapter
+/// that answers malformed calls itself, passed as parsed-or-why-not), its adapter run over
+/// this process's seam.
+macro_rules! adapter {
+    ($req:ty, $adapter:path) => {{
+        fn run(local: &Local, args: Value, id: Option<String>) -> CallFuture<'_> {
+            Box::pin(async move {
+                let request: $req = local::parse(args)?;
+                local::seam::reply($adapter(&local::seam::LocalSeam(local), request, id).await)
+            })
+        }
+        Runner::Compat(run)
+    }};
+    ($req:ty, unparsed: $adapter:path) => {{
+        fn run(local: &Local, args: Value, id: Option<String>) -> CallFuture<'_> {
+            Box::pin(async move {
+                let request: Result<$req, String> = local::seam::parsed(args);
+                local::seam::reply($adapter(&local::seam::LocalSeam(local), request, id).await)
+            })
+        }
+        Runner::Compat(run)
+    }};
+}
+
 /// What a token must cover, read off the typed request.
 macro_rules! typed_needs {
     ($req:ty, $rule:expr) => {{
@@ -532,15 +557,15 @@ macro_rules! native {
 
 /// A sidecar tool: structured, like that FastMCP server answered.
 macro_rules! sidecar {
-    ($op:ident, $name:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $($rest:tt)*) => {
-        structured!($op, Sidecar, $name, $group, $effect, $req, $res, $($rest)*)
+    ($op:ident, $name:literal, $group:ident, $effect:ident, $req:ty => $res:ty, $($rest:tt)*) => {
+        structured!($op, Sidecar, $name, $group, $effect, $req => $res, $($rest)*)
     };
 }
 
 /// A tool whose result is plain text: Python-printed JSON (agentcheckpoint) or the JSON of a
 /// trait's return value (caxton).
 macro_rules! text {
-    ($op:ident, $profile:ident, $presentation:ident, $name:literal, $effect:ident, $req:ty, $desc:literal) => {
+    ($op:ident, $profile:ident, $presentation:ident, $name:literal, $effect:ident, $req:ty, $adapter:path, $desc:literal) => {
         spec!(
             $op,
             $profile,
@@ -551,7 +576,7 @@ macro_rules! text {
             $presentation,
             $req,
             None,
-            Runner::Compat,
+            adapter!($req, $adapter),
             Needs::WholeStore,
             $desc
         )
@@ -561,10 +586,10 @@ macro_rules! text {
 /// A structured tool of a replaced server (sidecar's, or one that replaces a checkpoint or
 /// knowledge server). Its needs are the whole store's unless it says otherwise.
 macro_rules! structured {
-    ($op:ident, $profile:ident, $name:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $desc:literal) => {
-        structured!($op, $profile, $name, $group, $effect, $req, $res, needs: WholeStore, $desc)
+    ($op:ident, $profile:ident, $name:literal, $group:ident, $effect:ident, $req:ty => $res:ty, $adapter:path, $desc:literal) => {
+        structured!($op, $profile, $name, $group, $effect, $req => $res, $adapter, needs: WholeStore, $desc)
     };
-    ($op:ident, $profile:ident, $name:literal, $group:ident, $effect:ident, $req:ty, $res:ty, needs: $needs:ident, $desc:literal) => {
+    ($op:ident, $profile:ident, $name:literal, $group:ident, $effect:ident, $req:ty => $res:ty, $adapter:path, needs: $needs:ident, $desc:literal) => {
         spec!(
             $op,
             $profile,
@@ -575,7 +600,7 @@ macro_rules! structured {
             Structured,
             $req,
             Some(output_schema::<$res>),
-            Runner::Compat,
+            adapter!($req, $adapter),
             Needs::$needs,
             $desc
         )
@@ -1058,6 +1083,7 @@ static SPECS: [OperationSpec; 76] = [
         "get_state",
         ReadOnly,
         ac::GetStateArgs,
+        ac::calls::get_state,
         "Read a checkpoint by key: its JSON value (as a string), version and update time, or status not_found."
     ),
     text!(
@@ -1067,6 +1093,7 @@ static SPECS: [OperationSpec; 76] = [
         "set_state",
         Write,
         ac::SetStateArgs,
+        ac::calls::set_state,
         "Write a checkpoint (value is a JSON-encoded string) with a version guard: expected_version -1 or omitted = unconditional, 0 = create only, N = only if the stored version is N (else status conflict)."
     ),
     text!(
@@ -1076,6 +1103,7 @@ static SPECS: [OperationSpec; 76] = [
         "force_set_state",
         Write,
         ac::ForceSetStateArgs,
+        ac::calls::force_set_state,
         "Write a checkpoint unconditionally (value is a JSON-encoded string). For concurrent writers use set_state with expected_version."
     ),
     text!(
@@ -1085,6 +1113,7 @@ static SPECS: [OperationSpec; 76] = [
         "list_state",
         ReadOnly,
         ac::ListStateArgs,
+        ac::calls::list_state,
         "List checkpoint keys matching a SQL LIKE pattern (% any run, _ one character; default % = all) with version and update time."
     ),
     text!(
@@ -1094,6 +1123,7 @@ static SPECS: [OperationSpec; 76] = [
         "delete_state",
         IdempotentWrite,
         ac::DeleteStateArgs,
+        ac::calls::delete_state,
         "Delete a checkpoint key permanently."
     ),
     sidecar!(
@@ -1101,8 +1131,8 @@ static SPECS: [OperationSpec; 76] = [
         "state_set",
         Kv,
         Write,
-        sc::StateSetArgs,
-        sc::OkResult,
+        sc::StateSetArgs => sc::OkResult,
+        sc::calls::state_set,
         "Set a key to any JSON value, with an optional TTL in seconds and the writing agent's id; overwrites."
     ),
     sidecar!(
@@ -1110,8 +1140,8 @@ static SPECS: [OperationSpec; 76] = [
         "state_get",
         Kv,
         ReadOnly,
-        sc::KeyArgs,
-        sc::GetResult,
+        sc::KeyArgs => sc::GetResult,
+        sc::calls::state_get,
         "Get a key's value; found is false if it is missing or expired."
     ),
     sidecar!(
@@ -1119,8 +1149,8 @@ static SPECS: [OperationSpec; 76] = [
         "state_delete",
         Kv,
         IdempotentWrite,
-        sc::KeyArgs,
-        sc::OkResult,
+        sc::KeyArgs => sc::OkResult,
+        sc::calls::state_delete,
         "Delete a key; ok is true if it existed."
     ),
     sidecar!(
@@ -1128,8 +1158,8 @@ static SPECS: [OperationSpec; 76] = [
         "state_list",
         Kv,
         ReadOnly,
-        sc::StateListArgs,
-        sc::KeysResult,
+        sc::StateListArgs => sc::KeysResult,
+        sc::calls::state_list,
         "List live keys, optionally by prefix."
     ),
     sidecar!(
@@ -1137,8 +1167,8 @@ static SPECS: [OperationSpec; 76] = [
         "workflow_create",
         Workflow,
         Write,
-        sc::WorkflowCreateArgs,
-        sc::CreateResult,
+        sc::WorkflowCreateArgs => sc::CreateResult,
+        sc::calls::workflow_create,
         "Register a workflow (name, tags) and get its run_id; status starts as created."
     ),
     sidecar!(
@@ -1146,8 +1176,8 @@ static SPECS: [OperationSpec; 76] = [
         "workflow_discover",
         Workflow,
         ReadOnly,
-        sc::DiscoverArgs,
-        sc::RunsResult,
+        sc::DiscoverArgs => sc::RunsResult,
+        sc::calls::workflow_discover,
         "Find workflows by tags (all must match) and/or status (created, claimed, running, done, failed), newest first."
     ),
     sidecar!(
@@ -1155,8 +1185,8 @@ static SPECS: [OperationSpec; 76] = [
         "workflow_claim",
         Workflow,
         Write,
-        sc::ClaimArgs,
-        sc::ClaimResultShape,
+        sc::ClaimArgs => sc::ClaimResultShape,
+        sc::calls::workflow_claim,
         "Atomically claim a created workflow for an agent; exactly one of several concurrent claimers wins."
     ),
     sidecar!(
@@ -1164,8 +1194,8 @@ static SPECS: [OperationSpec; 76] = [
         "workflow_checkpoint",
         Workflow,
         Write,
-        sc::CheckpointArgs,
-        sc::CheckpointResultShape,
+        sc::CheckpointArgs => sc::CheckpointResultShape,
+        sc::calls::workflow_checkpoint,
         "Store a completed step's output and advance the step counter; re-sending a step replaces its output."
     ),
     sidecar!(
@@ -1173,8 +1203,8 @@ static SPECS: [OperationSpec; 76] = [
         "workflow_resume",
         Workflow,
         ReadOnly,
-        sc::RunIdArgs,
-        sc::ResumeContext,
+        sc::RunIdArgs => sc::ResumeContext,
+        sc::calls::workflow_resume,
         "Everything a replacement agent needs: last_step, every step's output, and the workflow's metadata."
     ),
     sidecar!(
@@ -1182,8 +1212,8 @@ static SPECS: [OperationSpec; 76] = [
         "workflow_status",
         Workflow,
         ReadOnly,
-        sc::RunIdArgs,
-        sc::StatusResult,
+        sc::RunIdArgs => sc::StatusResult,
+        sc::calls::workflow_status,
         "A workflow's status, last step, agent and timestamps."
     ),
     sidecar!(
@@ -1191,8 +1221,8 @@ static SPECS: [OperationSpec; 76] = [
         "workflow_list",
         Workflow,
         ReadOnly,
-        sc::NoArgs,
-        sc::RunsResult,
+        sc::NoArgs => sc::RunsResult,
+        sc::calls::workflow_list,
         "List every workflow, newest first."
     ),
     sidecar!(
@@ -1200,8 +1230,8 @@ static SPECS: [OperationSpec; 76] = [
         "lease_acquire",
         Lease,
         Write,
-        sc::LeaseArgs,
-        sc::LeaseResult,
+        sc::LeaseArgs => sc::LeaseResult,
+        sc::calls::lease_acquire,
         "Try to take an exclusive lease on a resource for ttl_seconds; on failure, holder names who has it."
     ),
     sidecar!(
@@ -1209,8 +1239,8 @@ static SPECS: [OperationSpec; 76] = [
         "lease_release",
         Lease,
         IdempotentWrite,
-        sc::LeaseReleaseArgs,
-        sc::ReleaseResult,
+        sc::LeaseReleaseArgs => sc::ReleaseResult,
+        sc::calls::lease_release,
         "Release a lease you hold (holder_id must match)."
     ),
     sidecar!(
@@ -1218,8 +1248,8 @@ static SPECS: [OperationSpec; 76] = [
         "lease_renew",
         Lease,
         Write,
-        sc::LeaseArgs,
-        sc::RenewResult,
+        sc::LeaseArgs => sc::RenewResult,
+        sc::calls::lease_renew,
         "Extend a lease you still hold to ttl_seconds from now."
     ),
     sidecar!(
@@ -1227,8 +1257,8 @@ static SPECS: [OperationSpec; 76] = [
         "sidecar_health",
         Admin,
         ReadOnly,
-        sc::NoArgs,
-        sc::HealthResult,
+        sc::NoArgs => sc::HealthResult,
+        sc::calls::sidecar_health,
         "Liveness, backend, uptime, key and workflow counts."
     ),
     sidecar!(
@@ -1236,8 +1266,8 @@ static SPECS: [OperationSpec; 76] = [
         "sidecar_reset",
         Admin,
         Write,
-        sc::NoArgs,
-        sc::ResetResult,
+        sc::NoArgs => sc::ResetResult,
+        sc::calls::sidecar_reset,
         needs: WholeStoreAdmin,
         "Irreversibly wipe all data: keys, leases, workflows, steps, history and sessions."
     ),
@@ -1246,8 +1276,8 @@ static SPECS: [OperationSpec; 76] = [
         "session_save",
         Session,
         Write,
-        sc::SessionSaveArgs,
-        sc::SessionSaveResult,
+        sc::SessionSaveArgs => sc::SessionSaveResult,
+        sc::calls::session_save,
         "Save the context object of a session (a new version each time)."
     ),
     sidecar!(
@@ -1255,8 +1285,8 @@ static SPECS: [OperationSpec; 76] = [
         "session_restore",
         Session,
         ReadOnly,
-        sc::SessionIdArgs,
-        sc::SessionRestoreResult,
+        sc::SessionIdArgs => sc::SessionRestoreResult,
+        sc::calls::session_restore,
         "Restore the latest context saved for a session."
     ),
     sidecar!(
@@ -1264,8 +1294,8 @@ static SPECS: [OperationSpec; 76] = [
         "history_log",
         Kv,
         ReadOnly,
-        sc::HistoryArgs,
-        sc::HistoryLogResult,
+        sc::HistoryArgs => sc::HistoryLogResult,
+        sc::calls::history_log,
         "The last n key writes (optionally of one key), newest first, with new and previous values and the writer."
     ),
     text!(
@@ -1275,6 +1305,7 @@ static SPECS: [OperationSpec; 76] = [
         "store",
         Write,
         cx::StoreArgs,
+        cx::calls::store,
         "Store a JSON value under a key (returns null)."
     ),
     text!(
@@ -1284,9 +1315,19 @@ static SPECS: [OperationSpec; 76] = [
         "retrieve",
         ReadOnly,
         cx::KeyArgs,
+        cx::calls::retrieve,
         "The value stored under a key, or null."
     ),
-    text!(CaxtonDelete, Caxton, JsonText, "delete", IdempotentWrite, cx::KeyArgs, "Delete a key (returns null)."),
+    text!(
+        CaxtonDelete,
+        Caxton,
+        JsonText,
+        "delete",
+        IdempotentWrite,
+        cx::KeyArgs,
+        cx::calls::delete,
+        "Delete a key (returns null)."
+    ),
     text!(
         CaxtonList,
         Caxton,
@@ -1294,9 +1335,19 @@ static SPECS: [OperationSpec; 76] = [
         "list",
         ReadOnly,
         cx::ListArgs,
+        cx::calls::list,
         "All keys starting with a prefix, as an array."
     ),
-    text!(CaxtonExists, Caxton, JsonText, "exists", ReadOnly, cx::KeyArgs, "true if the key exists."),
+    text!(
+        CaxtonExists,
+        Caxton,
+        JsonText,
+        "exists",
+        ReadOnly,
+        cx::KeyArgs,
+        cx::calls::exists,
+        "true if the key exists."
+    ),
     text!(
         CaxtonBatchStore,
         Caxton,
@@ -1304,6 +1355,7 @@ static SPECS: [OperationSpec; 76] = [
         "batch_store",
         Write,
         cx::BatchStoreArgs,
+        cx::calls::batch_store,
         "Store several [key, value] pairs atomically: all or none (returns null)."
     ),
     text!(
@@ -1313,57 +1365,23 @@ static SPECS: [OperationSpec; 76] = [
         "batch_retrieve",
         ReadOnly,
         cx::BatchRetrieveArgs,
+        cx::calls::batch_retrieve,
         "Values of several keys, in order, null where missing."
     ),
     structured!(
-        SageSaveCheckpoint,
-        Sage,
-        "save_checkpoint",
-        Checkpoint,
-        Write,
-        sg::SaveCheckpointArgs,
-        sg::SaveCheckpointResult,
-        "Save a research checkpoint (core question, thesis, confidence, sources, tensions) at a synthesis or branch point."
+        SageSaveCheckpoint,Sage,"save_checkpoint",Checkpoint,Write, sg::SaveCheckpointArgs => sg::SaveCheckpointResult, sg::calls::save_checkpoint,"Save a research checkpoint (core question, thesis, confidence, sources, tensions) at a synthesis or branch point."
     ),
     structured!(
-        SageListCheckpoints,
-        Sage,
-        "list_checkpoints",
-        Checkpoint,
-        ReadOnly,
-        sg::ListCheckpointsArgs,
-        sg::ListCheckpointsResult,
-        "Saved checkpoints, newest first."
+        SageListCheckpoints,Sage,"list_checkpoints",Checkpoint,ReadOnly, sg::ListCheckpointsArgs => sg::ListCheckpointsResult, sg::calls::list_checkpoints,"Saved checkpoints, newest first."
     ),
     structured!(
-        SageLoadCheckpoint,
-        Sage,
-        "load_checkpoint",
-        Checkpoint,
-        ReadOnly,
-        sg::LoadCheckpointArgs,
-        sg::LoadCheckpointResult,
-        "Load a checkpoint by id or part of one, with context to inject."
+        SageLoadCheckpoint,Sage,"load_checkpoint",Checkpoint,ReadOnly, sg::LoadCheckpointArgs => sg::LoadCheckpointResult, sg::calls::load_checkpoint,"Load a checkpoint by id or part of one, with context to inject."
     ),
     structured!(
-        SageSaveKnowledge,
-        Sage,
-        "save_knowledge",
-        Knowledge,
-        Write,
-        sg::SaveKnowledgeArgs,
-        sg::SaveKnowledgeResult,
-        "Save an insight to the knowledge base."
+        SageSaveKnowledge,Sage,"save_knowledge",Knowledge,Write, sg::SaveKnowledgeArgs => sg::SaveKnowledgeResult, sg::calls::save_knowledge,"Save an insight to the knowledge base."
     ),
     structured!(
-        SageRecallKnowledge,
-        Sage,
-        "recall_knowledge",
-        Knowledge,
-        ReadOnly,
-        sg::RecallKnowledgeArgs,
-        sg::RecallKnowledgeResult,
-        "Knowledge relevant to a query, within a token budget."
+        SageRecallKnowledge,Sage,"recall_knowledge",Knowledge,ReadOnly, sg::RecallKnowledgeArgs => sg::RecallKnowledgeResult, sg::calls::recall_knowledge,"Knowledge relevant to a query, within a token budget."
     ),
     spec!(
         GoldfishCheckpoint,
@@ -1375,7 +1393,7 @@ static SPECS: [OperationSpec; 76] = [
         PlainText,
         gf::CheckpointArgs,
         None,
-        Runner::Compat,
+        adapter!(gf::CheckpointArgs, unparsed: gf::calls::checkpoint),
         Needs::WholeStore,
         "Save progress (give description) or get context back (default: restore the latest). query searches, range shows a timeline. Save after finishing a task or before a break; restore when resuming."
     ),

@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 use state_core::ops::kv::{DeleteRequest, GetResult, ListedEntry, SetRequest, SetResult};
 use state_core::ops::{ReadStatus, WriteStatus};
 
+pub mod calls;
+
 /// Read a checkpoint.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct GetStateArgs {

@@ -6,6 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub mod calls;
+
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StoreArgs {
     pub key: String,

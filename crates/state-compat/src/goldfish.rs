@@ -13,6 +13,8 @@ use state_core::ops::checkpoint::{
     RestoreStatus, TimelineFormat,
 };
 
+pub mod calls;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {

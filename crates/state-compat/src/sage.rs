@@ -10,6 +10,8 @@ use state_core::ops::checkpoint::{
     Checkpoint, CheckpointFields, CheckpointSaveRequest, Contribution, NextAction, Source, Tension, Trigger,
 };
 
+pub mod calls;
+
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveCheckpointArgs {

@@ -11,10 +11,20 @@ use serde_json::{Map, Value};
 use state_core::ops::history::HistoryEvent;
 use state_core::ops::lease::{AcquireResult, AcquireStatus, HoldResult, HoldStatus};
 use state_core::ops::workflow::{ClaimResult, ClaimStatus, ResumeResult, RunStatus, RunSummary};
-use state_core::time::UnixMillis;
+use state_core::time::{UnixMillis, parse_rfc3339};
+
+pub mod calls;
+pub mod rules;
 
 fn seconds(at: UnixMillis) -> f64 {
     at.0 as f64 / 1000.0
+}
+
+/// One of our RFC 3339 instants as that server's epoch seconds. Native results carry their
+/// instants as text with millisecond precision, so nothing is lost; text that is not one
+/// (never written by us) reads as the epoch.
+fn stamp_seconds(stamp: &str) -> f64 {
+    parse_rfc3339(stamp).map_or(0.0, seconds)
 }
 
 /// The status names that server used: created, claimed, running, done, failed.
@@ -112,8 +122,8 @@ impl WorkflowMeta {
             tags: run.tags.clone(),
             agent_id: run.holder.clone(),
             last_step: run.last_step,
-            created_at: seconds(run.created_ms),
-            updated_at: seconds(run.updated_ms),
+            created_at: stamp_seconds(&run.created_at),
+            updated_at: stamp_seconds(&run.updated_at),
         }
     }
 }
@@ -264,7 +274,7 @@ pub fn lease_result(result: &AcquireResult) -> LeaseResult {
             acquired: true,
             resource_id: result.resource_id.clone(),
             holder: Some(result.holder.clone()),
-            expires_at: result.expiry.map(seconds),
+            expires_at: Some(stamp_seconds(&result.expires_at)),
             reason: None,
         },
         AcquireStatus::Held => LeaseResult {
@@ -298,7 +308,7 @@ pub fn renew_result(result: &HoldResult) -> RenewResult {
     RenewResult {
         renewed: result.status == HoldStatus::Ok,
         resource_id: result.resource_id.clone(),
-        expires_at: result.expiry.map(seconds),
+        expires_at: result.expires_at.as_deref().map(stamp_seconds),
     }
 }
 
@@ -373,7 +383,7 @@ impl HistoryEntry {
             new_value: event.value.clone(),
             previous_value: previous,
             agent_id: event.agent_id.clone(),
-            written_at: seconds(event.time_ms),
+            written_at: stamp_seconds(&event.time),
         }
     }
 }

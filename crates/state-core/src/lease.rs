@@ -78,7 +78,6 @@ pub fn plan_acquire<V: StateView + ?Sized>(
                 token: None,
                 expires_at: expiry(&entry),
                 revision: ctx.revision,
-                expiry: entry.expires_at,
             }));
         }
         let mut changes = Changes::new(ctx, Some(holder_id));
@@ -91,7 +90,6 @@ pub fn plan_acquire<V: StateView + ?Sized>(
             token: Some(record.token),
             expires_at: expiry(&entry),
             revision,
-            expiry: entry.expires_at,
         }));
     }
     let token = ctx.next_revision();
@@ -106,7 +104,6 @@ pub fn plan_acquire<V: StateView + ?Sized>(
         token: Some(token),
         expires_at: expiry(&entry),
         revision,
-        expiry: entry.expires_at,
     }))
 }
 
@@ -130,7 +127,6 @@ fn lost(resource_id: &str, current: Option<LeaseRecord>, ctx: &WriteContext) -> 
         expires_at: None,
         holder: current.map(|r| r.holder),
         revision: ctx.revision,
-        expiry: None,
     })
 }
 
@@ -157,7 +153,6 @@ pub fn plan_renew<V: StateView + ?Sized>(
         expires_at: Some(expiry(&entry)),
         holder: None,
         revision,
-        expiry: entry.expires_at,
     }))
 }
 
@@ -183,7 +178,6 @@ pub fn plan_release<V: StateView + ?Sized>(
         expires_at: None,
         holder: None,
         revision,
-        expiry: None,
     }))
 }
 

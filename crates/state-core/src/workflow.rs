@@ -170,8 +170,6 @@ impl RunView {
             error,
             created_at: self.run.created_at.to_rfc3339(),
             updated_at: self.run.updated_at.to_rfc3339(),
-            created_ms: self.run.created_at,
-            updated_ms: self.run.updated_at,
         }
     }
 

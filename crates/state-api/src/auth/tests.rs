@@ -130,7 +130,9 @@ fn a_malformed_tokens_file_never_echoes_a_secret() {
         // escape what it names.
         format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\"\nprefixes = [\"a/\"]\nrights = [\"x`{SECRET}`y\"]\n"),
         format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\"\nprefixes = [\"a/\"]\nrights = [\"x\\\"{SECRET}\"]\n"),
-        format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\"\nprefixes = [\"a/\"]\nrights = [\"x, expected {SECRET}\"]\n"),
+        format!(
+            "[[token]]\nname = \"a\"\nsecret = \"{SECRET}\"\nprefixes = [\"a/\"]\nrights = [\"x, expected {SECRET}\"]\n"
+        ),
         format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\"\n\"x`, expected {SECRET}\" = 1\n"),
     ];
     for text in &malformed {

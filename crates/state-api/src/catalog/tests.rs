@@ -70,3 +70,21 @@ fn every_native_mutating_tool_takes_a_request_id() {
         assert_eq!(has, op.is_mutating(), "{}: request_id present = {has}", op.name());
     }
 }
+
+#[test]
+fn adapters_call_native_operations_with_their_declared_types() {
+    // An adapter's typed handle on a native operation names it and its request and result
+    // types; the declaration of that name must take and answer exactly those.
+    let without_noise = |schema: Value| {
+        let mut object = schema.as_object().cloned().unwrap_or_default();
+        for noise in ["$schema", "title", "description"] {
+            object.remove(noise);
+        }
+        object
+    };
+    for (name, request, result) in state_compat::seam::native::all() {
+        let op = Operation::from_id(&format!("native/{name}")).unwrap_or_else(|| panic!("no native `{name}`"));
+        assert_eq!(without_noise(request()), op.spec().input_schema(), "{name}: request type");
+        assert_eq!(Some(without_noise(result())), op.spec().output_schema(), "{name}: result type");
+    }
+}

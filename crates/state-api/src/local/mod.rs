@@ -2,7 +2,7 @@
 //! Argument parsing, compatibility translation and result encoding happen here once, for
 //! every frontend and for every process that joins an owner.
 
-mod compat;
+pub(crate) mod seam;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use state_store::{
 };
 
 use crate::classify::Classify;
-use crate::reply::{ApiError, ErrorCode, Outcome, Reply};
+use crate::reply::{ApiError, ErrorCode, Reply};
 use crate::wire::Settings;
 
 /// Why a call failed before or after reaching the engine; becomes an [`ApiError`] in one place.
@@ -36,6 +36,8 @@ pub(crate) enum CallError {
     NotFound(String),
     /// The result could not be encoded: a bug, and the operation may have been applied.
     Encode(String),
+    /// A native call an adapter made was refused, as the seam put it.
+    Refused(ApiError),
 }
 
 impl From<EngineError> for CallError {
@@ -215,7 +217,7 @@ impl Local {
 async fn dispatch(local: &Local, op: Operation, args: Value, id: Option<String>) -> Result<Reply, CallError> {
     match op.spec().runner() {
         Runner::Engine(run) => run(local, with_request_id(args, id)).await,
-        Runner::Compat => compat::call(&local.engine, op, args, id).await,
+        Runner::Compat(run) => run(local, args, id).await,
     }
 }
 
@@ -291,6 +293,7 @@ fn api_error(op: Operation, error: CallError) -> ApiError {
             ApiError::new(ErrorCode::InvalidArguments, format!("invalid arguments for `{name}`: {message}"))
         }
         CallError::NotFound(message) => ApiError::new(ErrorCode::NotFound, message),
+        CallError::Refused(error) => error,
         CallError::Encode(message) => ApiError::new(
             ErrorCode::Internal,
             format!(
@@ -329,17 +332,6 @@ fn api_error(op: Operation, error: CallError) -> ApiError {
         }
         CallError::Engine(other) => ApiError::new(ErrorCode::Internal, format!("`{name}` failed: {other}")),
     }
-}
-
-/// A result that always counts as ok: compatibility shapes carry their own statuses.
-pub(crate) fn compat_reply(value: Value) -> Reply {
-    let outcome = match value.get("status").and_then(Value::as_str) {
-        Some("conflict") => Outcome::Conflict,
-        Some("not_found") => Outcome::NotFound,
-        Some("error") => Outcome::Invalid,
-        _ => Outcome::Ok,
-    };
-    Reply::result(outcome, value)
 }
 
 #[cfg(test)]

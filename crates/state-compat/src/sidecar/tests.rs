@@ -12,10 +12,8 @@ fn run(status: RunStatus, last_step: u64) -> RunSummary {
         holder: Some("w".into()),
         lease_expires_at: None,
         error: None,
-        created_at: String::new(),
-        updated_at: String::new(),
-        created_ms: UnixMillis(1_500),
-        updated_ms: UnixMillis(2_250),
+        created_at: UnixMillis(1_500).to_rfc3339(),
+        updated_at: UnixMillis(2_250).to_rfc3339(),
     }
 }
 

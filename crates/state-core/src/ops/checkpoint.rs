@@ -327,7 +327,6 @@ pub fn validate_query(argument: &'static str, query: &str) -> Result<(), Invalid
 }
 
 /// A stored checkpoint as restore returns it (`workspace` and `session_id` always set).
-/// Serialize only: its flattened fields refuse unknown names, which flatten cannot pass on.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Checkpoint {
     pub id: String,
@@ -336,6 +335,25 @@ pub struct Checkpoint {
     pub agent_id: Option<String>,
     #[serde(flatten)]
     pub fields: CheckpointFields,
+}
+
+/// By hand: the flattened fields refuse unknown names, which `flatten` cannot pass on, so the
+/// checkpoint's own three are taken out first and the rest must be exactly the fields.
+impl<'de> Deserialize<'de> for Checkpoint {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Checkpoint, D::Error> {
+        use serde::de::Error;
+        let mut object = serde_json::Map::<String, serde_json::Value>::deserialize(deserializer)?;
+        let mut text = |name: &'static str| match object.remove(name) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(text)) => Ok(Some(text)),
+            Some(_) => Err(D::Error::custom(format!("`{name}` must be a string"))),
+        };
+        let id = text("id")?.ok_or_else(|| D::Error::missing_field("id"))?;
+        let saved_at = text("saved_at")?.ok_or_else(|| D::Error::missing_field("saved_at"))?;
+        let agent_id = text("agent_id")?;
+        let fields = CheckpointFields::deserialize(serde_json::Value::Object(object)).map_err(D::Error::custom)?;
+        Ok(Checkpoint { id, saved_at, agent_id, fields })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -347,7 +365,7 @@ pub enum RestoreStatus {
     Ambiguous,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CheckpointRestoreResult {
     pub status: RestoreStatus,
     /// `id`, `saved_at`, `agent_id` and the fields `checkpoint_save` takes. Its schema is left

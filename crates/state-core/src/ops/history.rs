@@ -10,7 +10,6 @@ use crate::entry::{Action, Event, EventKind};
 use crate::error::InvalidInput;
 use crate::key::{validate_key, validate_prefix};
 use crate::keyspace::{self, Space};
-use crate::time::UnixMillis;
 
 pub const DEFAULT_HISTORY_LIMIT: usize = 50;
 
@@ -220,10 +219,6 @@ pub struct HistoryEvent {
     pub time: String,
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     pub value: Option<Value>,
-    /// `time` as a number, for profiles that report epoch seconds.
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub time_ms: UnixMillis,
 }
 
 impl HistoryEvent {
@@ -250,7 +245,6 @@ impl HistoryEvent {
             version: event.version,
             agent_id,
             time: event.time.to_rfc3339(),
-            time_ms: event.time,
             value,
         }
     }

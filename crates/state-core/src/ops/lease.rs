@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::Paged;
 use crate::error::InvalidInput;
 use crate::key::{validate_agent_id, validate_key, validate_prefix};
-use crate::time::{UnixMillis, ttl_millis};
+use crate::time::ttl_millis;
 
 /// Take a lease, or learn who holds it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -50,10 +50,6 @@ pub struct AcquireResult {
     pub token: Option<u64>,
     pub expires_at: String,
     pub revision: u64,
-    /// `expires_at` as a number, for profiles that report epoch seconds.
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub expiry: Option<UnixMillis>,
 }
 
 /// Extend a lease you hold.
@@ -117,10 +113,6 @@ pub struct HoldResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<String>,
     pub revision: u64,
-    /// `expires_at` as a number, for profiles that report epoch seconds.
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub expiry: Option<UnixMillis>,
 }
 
 /// Who holds a resource.

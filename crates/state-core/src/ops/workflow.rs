@@ -11,7 +11,7 @@ use super::{Paged, present};
 use crate::error::InvalidInput;
 use crate::key::{validate_agent_id, validate_key};
 use crate::limits::Limits;
-use crate::time::{UnixMillis, ttl_millis};
+use crate::time::ttl_millis;
 
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 pub const MAX_ATTEMPTS_LIMIT: u32 = 1000;
@@ -437,13 +437,6 @@ pub struct RunSummary {
     pub error: Option<String>,
     pub created_at: String,
     pub updated_at: String,
-    /// The same instants as numbers, for profiles that report epoch seconds.
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub created_ms: UnixMillis,
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub updated_ms: UnixMillis,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -4,10 +4,12 @@
 
 mod expire;
 mod kv;
+mod rule;
 mod txn;
 
 pub use expire::plan_expire;
 pub use kv::{plan_delete, plan_set};
+pub use rule::{Query, Rule};
 pub use txn::plan_txn;
 
 use serde_json::Value;

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::json;
 use state_core::idempotency::Once;
 use state_core::keyspace::{self, Space};
 use state_core::lease::{self, Holder};
@@ -47,7 +47,7 @@ use state_core::ops::{
     OkStatus,
     admin::{ResetRequest, ResetResult},
 };
-use state_core::plan::{self, Plan, WriteContext};
+use state_core::plan::{self, Plan, Query, Rule, WriteContext};
 use state_core::workflow::{self, Caller, ClaimArgs, Ending, RunFilter, StepRule};
 use state_core::{Action, Event, EventKind, Limits, UnixMillis};
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -275,23 +275,6 @@ impl Engine {
         .await
     }
 
-    /// Renews a lease by holder alone, for profiles of servers that issued no tokens.
-    pub async fn lease_renew_by_holder(
-        &self,
-        resource_id: String,
-        holder_id: String,
-        ttl_seconds: f64,
-        request_id: Option<String>,
-    ) -> Result<HoldResult, EngineError> {
-        let req = RenewRequest { resource_id, holder_id, token: 0, ttl_seconds, request_id };
-        let ttl = req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
-            let holder = Holder { holder_id: &req.holder_id, token: None };
-            lease::plan_renew(view, &req.resource_id, holder, Some(ttl), ctx)
-        })
-        .await
-    }
-
     pub async fn lease_release(&self, req: ReleaseRequest) -> Result<HoldResult, EngineError> {
         req.validate()?;
         self.plan(Once::of(&req)?, move |view, ctx| {
@@ -301,21 +284,6 @@ impl Engine {
                 Holder { holder_id: &req.holder_id, token: Some(req.token) },
                 ctx,
             )
-        })
-        .await
-    }
-
-    /// Releases a lease by holder alone, for profiles of servers that issued no tokens.
-    pub async fn lease_release_by_holder(
-        &self,
-        resource_id: String,
-        holder_id: String,
-        request_id: Option<String>,
-    ) -> Result<HoldResult, EngineError> {
-        let req = ReleaseRequest { resource_id, holder_id, token: 0, request_id };
-        req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
-            lease::plan_release(view, &req.resource_id, Holder { holder_id: &req.holder_id, token: None }, ctx)
         })
         .await
     }
@@ -357,59 +325,11 @@ impl Engine {
         .await
     }
 
-    /// Claims a given run with a claim that never lapses, for profiles of servers whose claims
-    /// had no lease.
-    pub async fn workflow_claim_without_lease(
-        &self,
-        run_id: String,
-        agent_id: String,
-        request_id: Option<String>,
-    ) -> Result<ClaimResult, EngineError> {
-        let req = ClaimRequest {
-            agent_id,
-            lease_ttl_seconds: None,
-            run_id: Some(run_id),
-            tags: Default::default(),
-            name: None,
-            request_id,
-        };
-        req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
-            let args = ClaimArgs {
-                agent_id: &req.agent_id,
-                ttl_millis: None,
-                run_id: req.run_id.as_deref(),
-                name: None,
-                tags: &req.tags,
-            };
-            workflow::plan_claim(view, args, ctx)
-        })
-        .await
-    }
-
     pub async fn workflow_checkpoint(&self, req: CheckpointRequest) -> Result<CheckpointResult, EngineError> {
         req.validate(&self.inner.config.limits)?;
         self.plan(Once::of(&req)?, move |view, ctx| {
             let caller = Caller { agent_id: Some(&req.agent_id), token: Some(req.token) };
             workflow::plan_checkpoint(view, &req.run_id, caller, req.step, &req.output, StepRule::Sequential, ctx)
-        })
-        .await
-    }
-
-    /// Records a step from anyone, replacing a re-sent step's output: the rules of servers
-    /// that had neither claim tokens nor immutable steps.
-    pub async fn workflow_checkpoint_unfenced(
-        &self,
-        run_id: String,
-        step: u64,
-        output: Value,
-        request_id: Option<String>,
-    ) -> Result<CheckpointResult, EngineError> {
-        let req = CheckpointRequest { run_id, agent_id: "-".into(), token: 0, step, output, request_id };
-        req.validate(&self.inner.config.limits)?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
-            let anyone = Caller { agent_id: None, token: None };
-            workflow::plan_checkpoint(view, &req.run_id, anyone, req.step, &req.output, StepRule::Overwrite, ctx)
         })
         .await
     }
@@ -547,17 +467,16 @@ impl Engine {
         .await
     }
 
-    /// How many workflow runs exist (any status). Walks every run: for diagnostics.
-    pub async fn run_count(&self) -> Result<u64, EngineError> {
-        self.read(ReadCost::Scan, |txn, _| {
-            let mut count = 0u64;
-            txn.scan(&keyspace::prefix(Space::Run), None, &mut |_| {
-                count += 1;
-                true
-            })?;
-            Ok(count)
-        })
-        .await
+    /// Applies a write the core's rules decide but no verb here names: a compatibility
+    /// profile's (`state_core::plan::Rule`).
+    pub async fn apply<R: Rule>(&self, rule: R) -> Result<R::Output, EngineError> {
+        let once = rule.admit(&self.inner.config.limits)?;
+        self.plan(once, move |view, ctx| rule.plan(view, ctx)).await
+    }
+
+    /// Answers a read the core states but no verb here names (`state_core::plan::Query`).
+    pub async fn query<Q: Query>(&self, query: Q) -> Result<Q::Output, EngineError> {
+        self.read(ReadCost::Scan, move |txn, now| Ok(query.read(&TxnView(txn), now)?)).await
     }
 
     /// Removes up to `limit` keys whose TTL has run out, recording an `expired` event for

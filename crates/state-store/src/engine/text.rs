@@ -7,7 +7,7 @@ use state_core::idempotency::Once;
 use state_core::knowledge::{self, Recall};
 use state_core::ops::Paged;
 use state_core::ops::checkpoint::{
-    Checkpoint, CheckpointRestoreRequest, CheckpointRestoreResult, CheckpointSaveRequest, CheckpointSaveResult,
+    CheckpointRestoreRequest, CheckpointRestoreResult, CheckpointSaveRequest, CheckpointSaveResult,
     CheckpointSearchRequest, CheckpointSearchResult, CheckpointTimelineRequest, CheckpointTimelineResult,
 };
 use state_core::ops::knowledge::{
@@ -64,25 +64,6 @@ impl Engine {
             Ok(checkpoint::timeline(&TxnView(txn), span, format, workspace, now, txn.revision()?)?)
         })
         .await
-    }
-
-    /// One checkpoint by exact id.
-    pub async fn checkpoint_get(&self, id: String) -> Result<Option<Checkpoint>, EngineError> {
-        self.read(ReadCost::Point, move |txn, _| Ok(checkpoint::get(&TxnView(txn), &id)?)).await
-    }
-
-    /// The newest checkpoints, newest first, of one scope or all.
-    pub async fn checkpoint_recent(&self, limit: usize, scope: Option<String>) -> Result<Vec<Checkpoint>, EngineError> {
-        self.read(ReadCost::Scan, move |txn, _| Ok(checkpoint::recent(&TxnView(txn), limit, scope.as_deref())?)).await
-    }
-
-    /// Checkpoints in id (time) order after `after`, a page at a time; true when more follow.
-    pub async fn checkpoint_page(
-        &self,
-        after: Option<String>,
-        page: usize,
-    ) -> Result<(Vec<Checkpoint>, bool), EngineError> {
-        self.read(ReadCost::Scan, move |txn, _| Ok(checkpoint::ids_page(&TxnView(txn), after.as_deref(), page)?)).await
     }
 
     pub async fn knowledge_save(&self, req: KnowledgeSaveRequest) -> Result<KnowledgeSaveResult, EngineError> {
