@@ -290,7 +290,21 @@ pub struct OperationSpec {
     /// Where it lives in the REST API, beside the seam route every operation has
     /// (`POST /v1/call/{profile}/{name}`). `state_watch` streams at `GET /v1/watch` instead.
     pub rest: Option<RestRoute>,
+    /// Its `statectl` command, beside `statectl call <id>` which reaches every operation.
+    pub cli: Cli,
 }
+
+/// How `statectl` offers an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cli {
+    /// A command of its own: the words after `statectl`, e.g. `workflow claim`.
+    Command(&'static str),
+    /// Only through `statectl call`, for the reason given.
+    CallOnly(&'static str),
+}
+
+/// Why a replaced server's tool has no command of its own.
+const REPLACED: &str = "a replaced server's tool, for its own clients; people use the native commands";
 
 /// A REST route of an operation (`state-http` serves and documents it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -505,9 +519,24 @@ macro_rules! typed_needs {
 
 macro_rules! spec {
     ($op:ident, $profile:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $presentation:ident, $req:ty, $res:expr, $run:expr, $needs:expr, $desc:literal) => {
-        spec!($op, $profile, $name, $title, $group, $effect, $presentation, $req, $res, $run, $needs, None, $desc)
+        spec!(
+            $op,
+            $profile,
+            $name,
+            $title,
+            $group,
+            $effect,
+            $presentation,
+            $req,
+            $res,
+            $run,
+            $needs,
+            None,
+            Cli::CallOnly(REPLACED),
+            $desc
+        )
     };
-    ($op:ident, $profile:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $presentation:ident, $req:ty, $res:expr, $run:expr, $needs:expr, $rest:expr, $desc:literal) => {
+    ($op:ident, $profile:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $presentation:ident, $req:ty, $res:expr, $run:expr, $needs:expr, $rest:expr, $cli:expr, $desc:literal) => {
         OperationSpec {
             operation: Operation::$op,
             name: $name,
@@ -522,6 +551,7 @@ macro_rules! spec {
             run: $run,
             needs: $needs,
             rest: $rest,
+            cli: $cli,
         }
     };
 }
@@ -529,13 +559,13 @@ macro_rules! spec {
 /// A native operation: structured result with an output schema, run on the engine (or by a
 /// function of `local` given the engine's host).
 macro_rules! native {
-    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty => $res:ty, engine: $method:ident, needs: $needs:expr, rest: $rest:expr, $desc:literal) => {
-        native!(@declare $op, $name, $title, $group, $effect, $req, $res, runner!($req => $res, engine: $method), $needs, $rest, $desc)
+    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty => $res:ty, engine: $method:ident, needs: $needs:expr, rest: $rest:expr, cli: $cli:expr, $desc:literal) => {
+        native!(@declare $op, $name, $title, $group, $effect, $req, $res, runner!($req => $res, engine: $method), $needs, $rest, $cli, $desc)
     };
-    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty => $res:ty, local: $function:path, needs: $needs:expr, rest: $rest:expr, $desc:literal) => {
-        native!(@declare $op, $name, $title, $group, $effect, $req, $res, runner!($req => $res, local: $function), $needs, $rest, $desc)
+    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty => $res:ty, local: $function:path, needs: $needs:expr, rest: $rest:expr, cli: $cli:expr, $desc:literal) => {
+        native!(@declare $op, $name, $title, $group, $effect, $req, $res, runner!($req => $res, local: $function), $needs, $rest, $cli, $desc)
     };
-    (@declare $op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $run:expr, $needs:expr, $rest:expr, $desc:literal) => {{
+    (@declare $op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $run:expr, $needs:expr, $rest:expr, $cli:expr, $desc:literal) => {{
         records_retries!($effect, $req, $name);
         spec!(
             $op,
@@ -550,6 +580,7 @@ macro_rules! native {
             $run,
             typed_needs!($req, $needs),
             $rest,
+            $cli,
             $desc
         )
     }};
@@ -618,6 +649,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: get,
         needs: |r| vec![Need::Id(r.key.clone(), Read)],
         rest: rest(Get, "/v1/kv/{*key}", RestBody::None, KvRead),
+        cli: Cli::Command("get"),
         "Read a key's JSON value, version and store revision. Pass `version` or `revision` to read it as it was earlier."
     ),
     native!(
@@ -630,6 +662,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: set,
         needs: |r| [vec![Need::Id(r.key.clone(), Write)], auth::fenced(&r.lease)].concat(),
         rest: rest(Put, "/v1/kv/{*key}", RestBody::Field("value"), KvWrite),
+        cli: Cli::Command("put"),
         "Write a JSON value. Pass `expected_version` from your last read (0 = create only) so you never overwrite another agent's change; a conflict returns the current version and value to retry with."
     ),
     native!(
@@ -642,6 +675,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: delete,
         needs: |r| [vec![Need::Id(r.key.clone(), Write)], auth::fenced(&r.lease)].concat(),
         rest: rest(Delete, "/v1/kv/{*key}", RestBody::None, KvWrite),
+        cli: Cli::Command("del"),
         "Delete a key, optionally only if `expected_version` matches."
     ),
     native!(
@@ -654,6 +688,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: list,
         needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
         rest: rest(Get, "/v1/kv", RestBody::None, Plain),
+        cli: Cli::Command("ls"),
         "List keys under a prefix in key order with their versions (values if asked), a page at a time."
     ),
     native!(
@@ -666,6 +701,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: batch_get,
         needs: |r| r.keys.iter().map(|k| Need::Id(k.clone(), Read)).collect(),
         rest: rest(Post, "/v1/kv:batchGet", RestBody::Args, Plain),
+        cli: Cli::CallOnly("`statectl get` reads one key; scripts batch with `call`"),
         "Read several keys from one consistent snapshot."
     ),
     native!(
@@ -678,6 +714,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: txn,
         needs: auth::txn_needs,
         rest: rest(Post, "/v1/kv:txn", RestBody::Args, ConflictIsAnAnswer),
+        cli: Cli::Command("txn"),
         "Atomic multi-key transaction: if every `compare` holds run the `success` ops, else the `failure` ops (get/put/delete), all under one revision."
     ),
     native!(
@@ -690,6 +727,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: history,
         needs: |r| auth::history_needs(r.kind, r.key.clone(), r.prefix.clone()),
         rest: rest(Get, "/v1/history", RestBody::None, Plain),
+        cli: Cli::Command("history"),
         "Changes with revision, op, version, agent and time: keys, leases, runs, sessions (`kind`), for one id, a prefix or everything; page forward with `since_revision`."
     ),
     native!(
@@ -702,6 +740,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: lease_acquire,
         needs: |r| vec![Need::Id(r.resource_id.clone(), Write)],
         rest: rest(Post, "/v1/leases:acquire", RestBody::Args, Plain),
+        cli: Cli::Command("lease acquire"),
         "Take an exclusive lease on a resource for ttl_seconds, or learn who holds it. A grant returns a fencing token larger than any before: pass `lease` and `token` on writes it guards."
     ),
     native!(
@@ -714,6 +753,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: lease_renew,
         needs: |r| vec![Need::Id(r.resource_id.clone(), Write)],
         rest: rest(Post, "/v1/leases:renew", RestBody::Args, Plain),
+        cli: Cli::Command("lease renew"),
         "Extend a lease you hold (holder_id and token) to ttl_seconds from now."
     ),
     native!(
@@ -726,6 +766,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: lease_release,
         needs: |r| vec![Need::Id(r.resource_id.clone(), Write)],
         rest: rest(Post, "/v1/leases:release", RestBody::Args, Plain),
+        cli: Cli::Command("lease release"),
         "Give up a lease you hold (holder_id and token), freeing the resource at once."
     ),
     native!(
@@ -738,6 +779,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: lease_get,
         needs: |r| vec![Need::Id(r.resource_id.clone(), Read)],
         rest: rest(Get, "/v1/leases/{*resource_id}", RestBody::None, Plain),
+        cli: Cli::Command("lease get"),
         "Who holds a resource's lease and until when."
     ),
     native!(
@@ -750,6 +792,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: lease_list,
         needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
         rest: rest(Get, "/v1/leases", RestBody::None, Plain),
+        cli: Cli::Command("lease ls"),
         "Leases currently held, by resource prefix, a page at a time."
     ),
     native!(
@@ -762,6 +805,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: workflow_create,
         needs: |r| vec![Need::Id(r.name.clone(), Write)],
         rest: rest(Post, "/v1/workflows", RestBody::Args, Plain),
+        cli: Cli::Command("workflow create"),
         "Register a run (name, tags, input, max_attempts) for a worker to claim; returns a time-ordered run_id."
     ),
     native!(
@@ -774,6 +818,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: workflow_claim,
         needs: auth::claim_needs,
         rest: rest(Post, "/v1/workflows:claim", RestBody::Args, Plain),
+        cli: Cli::Command("workflow claim"),
         "Claim a run by run_id, or the oldest claimable one matching tags and name, under a lease that lapses unless renewed. Returns the token for checkpoint, heartbeat, complete and fail."
     ),
     native!(
@@ -786,6 +831,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: workflow_checkpoint,
         needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
         rest: rest(Post, "/v1/workflows/{run_id}/checkpoint", RestBody::Args, Plain),
+        cli: Cli::Command("workflow checkpoint"),
         "Record a finished step's output as the run's holder with its token. Steps start at 1 and advance by one; re-sending a recorded step with the same output is harmless."
     ),
     native!(
@@ -798,6 +844,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: workflow_heartbeat,
         needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
         rest: rest(Post, "/v1/workflows/{run_id}/heartbeat", RestBody::Args, Plain),
+        cli: Cli::Command("workflow heartbeat"),
         "Renew your claim on a run before its lease lapses."
     ),
     native!(
@@ -810,6 +857,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: workflow_resume,
         needs: |r| vec![Need::Run(r.run_id.clone(), Read)],
         rest: rest(Get, "/v1/workflows/{run_id}/resume", RestBody::None, Plain),
+        cli: Cli::Command("workflow resume"),
         "Everything a worker needs to continue a run: status, attempt, input and every accepted step's output."
     ),
     native!(
@@ -822,6 +870,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: workflow_complete,
         needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
         rest: rest(Post, "/v1/workflows/{run_id}/complete", RestBody::Args, Plain),
+        cli: Cli::Command("workflow complete"),
         "Finish a run you hold, with its result."
     ),
     native!(
@@ -834,6 +883,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: workflow_fail,
         needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
         rest: rest(Post, "/v1/workflows/{run_id}/fail", RestBody::Args, Plain),
+        cli: Cli::Command("workflow fail"),
         "Report that your attempt failed. Retryable failures return the run to the queue until max_attempts; others fail it."
     ),
     native!(
@@ -846,6 +896,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: workflow_cancel,
         needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
         rest: rest(Post, "/v1/workflows/{run_id}/cancel", RestBody::Args, Plain),
+        cli: Cli::Command("workflow cancel"),
         "Cancel a run that has not finished; its worker's later writes are refused."
     ),
     native!(
@@ -858,6 +909,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: workflow_status,
         needs: |r| vec![Need::Run(r.run_id.clone(), Read)],
         rest: rest(Get, "/v1/workflows/{run_id}", RestBody::None, Plain),
+        cli: Cli::Command("workflow status"),
         "A run's status, attempt, last step and holder, without step outputs."
     ),
     native!(
@@ -870,6 +922,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: workflow_list,
         needs: |r| vec![auth::runs_named(r.name.clone())],
         rest: rest(Get, "/v1/workflows", RestBody::None, Plain),
+        cli: Cli::Command("workflow ls"),
         "Runs filtered by status, name and tags, oldest first, a page at a time."
     ),
     native!(
@@ -882,6 +935,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: workflow_discover,
         needs: |r| vec![auth::runs_named(r.name.clone())],
         rest: rest(Get, "/v1/workflows:discover", RestBody::None, Plain),
+        cli: Cli::CallOnly("`workflow ls` filters by status and name; tags need `call`"),
         "Runs a worker could claim now, filtered by name and tags, oldest first, a page at a time."
     ),
     native!(
@@ -894,6 +948,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: session_save,
         needs: |r| vec![Need::Id(r.session_id.clone(), Write)],
         rest: rest(Put, "/v1/sessions/{*session_id}", RestBody::Field("context"), Plain),
+        cli: Cli::Command("session save"),
         "Save a context snapshot under a session id; every save is kept as a new version."
     ),
     native!(
@@ -906,6 +961,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: session_restore,
         needs: |r| vec![Need::Id(r.session_id.clone(), Read)],
         rest: rest(Get, "/v1/sessions/{*session_id}", RestBody::None, Plain),
+        cli: Cli::Command("session restore"),
         "Restore a session's latest context, or a given version."
     ),
     native!(
@@ -918,6 +974,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: session_list,
         needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
         rest: rest(Get, "/v1/sessions", RestBody::None, Plain),
+        cli: Cli::Command("session ls"),
         "Sessions by id prefix with their latest version."
     ),
     native!(
@@ -930,6 +987,7 @@ static SPECS: [OperationSpec; 76] = [
         local: local::health,
         needs: |_| vec![Need::Nothing],
         rest: rest(Get, "/v1/health", RestBody::None, Plain),
+        cli: Cli::Command("health"),
         "Store status: backend, revision, key count, database size, uptime."
     ),
     native!(
@@ -942,6 +1000,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: reset,
         needs: |_| vec![Need::Prefix(String::new(), Admin)],
         rest: rest(Post, "/v1/admin:reset", RestBody::Args, Plain),
+        cli: Cli::CallOnly("wiping a store takes the deliberate `call native/state_reset` with its confirmation"),
         "Irreversibly delete every key, lease, run, session and all history. Requires confirm: \"DELETE EVERYTHING\"."
     ),
     native!(
@@ -954,6 +1013,7 @@ static SPECS: [OperationSpec; 76] = [
         local: local::long_poll,
         needs: auth::watch_needs,
         rest: None,
+        cli: Cli::Command("watch"),
         "Wait (up to timeout_seconds, default 25) for changes after `after_revision` to a key or prefix, or a lease, run or session (`kind`); returns them in order with the revision to pass next time. Instead of polling."
     ),
     native!(
@@ -966,6 +1026,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: checkpoint_save,
         needs: |_| vec![Need::Prefix(String::new(), Write)],
         rest: rest(Post, "/v1/checkpoints", RestBody::Args, Plain),
+        cli: Cli::Command("checkpoint save"),
         "Save where your work stands so you or another agent can resume it: description (or thesis), highlights, files, work_context; research fields optional. Returns a time-ordered id."
     ),
     native!(
@@ -978,6 +1039,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: checkpoint_restore,
         needs: |_| vec![Need::Prefix(String::new(), Read)],
         rest: rest(Get, "/v1/checkpoints:restore", RestBody::None, Plain),
+        cli: Cli::Command("checkpoint restore"),
         "Get a checkpoint back as data plus markdown context: the workspace's latest, or by id (prefix), query or session_id. Includes the session's accumulated highlights."
     ),
     native!(
@@ -990,6 +1052,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: checkpoint_search,
         needs: |_| vec![Need::Prefix(String::new(), Read)],
         rest: rest(Get, "/v1/checkpoints:search", RestBody::None, Plain),
+        cli: Cli::Command("checkpoint search"),
         "Find checkpoints by text, most relevant first, optionally since a time and in one workspace."
     ),
     native!(
@@ -1002,6 +1065,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: checkpoint_timeline,
         needs: |_| vec![Need::Prefix(String::new(), Read)],
         rest: rest(Get, "/v1/checkpoints:timeline", RestBody::None, Plain),
+        cli: Cli::Command("checkpoint timeline"),
         "What was done recently (1h, 24h, 7d, 30d), newest first, by day and workspace."
     ),
     native!(
@@ -1014,6 +1078,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: knowledge_save,
         needs: |r| vec![Need::Id(r.id.clone(), Write)],
         rest: rest(Put, "/v1/knowledge/{*id}", RestBody::Args, Plain),
+        cli: Cli::Command("knowledge save"),
         "Save a markdown note under an id, with keywords and scope, for later recall. Saving an id again is a new version; pass expected_version to avoid overwriting another agent's."
     ),
     native!(
@@ -1026,6 +1091,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: knowledge_recall,
         needs: |_| vec![Need::Prefix(String::new(), Read)],
         rest: rest(Get, "/v1/knowledge:recall", RestBody::None, Plain),
+        cli: Cli::Command("knowledge recall"),
         "The notes most relevant to a query (BM25), packed into max_tokens, with a ready-to-use formatted_context."
     ),
     native!(
@@ -1038,6 +1104,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: knowledge_list,
         needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
         rest: rest(Get, "/v1/knowledge", RestBody::None, Plain),
+        cli: Cli::Command("knowledge ls"),
         "Notes by id prefix and scope, without content, a page at a time."
     ),
     native!(
@@ -1050,6 +1117,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: knowledge_delete,
         needs: |r| vec![Need::Id(r.id.clone(), Write)],
         rest: rest(Delete, "/v1/knowledge/{*id}", RestBody::None, Plain),
+        cli: Cli::Command("knowledge del"),
         "Delete a note, optionally only if expected_version matches."
     ),
     native!(
@@ -1062,6 +1130,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: export,
         needs: |_| vec![Need::Prefix(String::new(), Read)],
         rest: rest(Get, "/v1/store:export", RestBody::None, Plain),
+        cli: Cli::Command("export"),
         "Every stored record (keys, leases, runs, sessions, checkpoints, notes) with version, times and writer, a page at a time: a dump for store_import."
     ),
     native!(
@@ -1074,6 +1143,7 @@ static SPECS: [OperationSpec; 76] = [
         engine: import,
         needs: |_| vec![Need::Prefix(String::new(), Admin)],
         rest: rest(Post, "/v1/store:import", RestBody::Args, Plain),
+        cli: Cli::Command("import"),
         "Write exported records (up to 1000, one transaction) keeping their versions. Records already there unchanged are skipped; differing ones are reported as conflicts, never overwritten. dry_run decides without writing."
     ),
     text!(

@@ -153,10 +153,12 @@ pub(crate) enum Command {
     Knowledge(KnowledgeCommand),
     /// The store's revision, size, owner and write statistics
     Health,
-    /// Any operation by id with JSON arguments, e.g. `call native/state_get '{"key":"k"}'`
+    /// Any operation by id with JSON arguments, e.g. `call native/state_get '{"key":"k"}'`;
+    /// without one, lists every operation and the command that runs it
     Call {
-        /// `profile/name`, e.g. native/state_get, sidecar/state_set
-        operation: String,
+        /// `profile/name`, e.g. native/state_get, sidecar/state_set; a profile's name alone
+        /// (native, sidecar, ...) lists its operations
+        operation: Option<String>,
         /// JSON arguments, @FILE, or - for stdin (default {})
         args: Option<String>,
     },
@@ -731,7 +733,8 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
             }
         },
         Command::Health => typed(Op::StateHealth, HealthRequest {}),
-        Command::Call { operation, args: given } => {
+        Command::Call { operation: None, .. } => bail!("`call` without an operation lists them: not one call"),
+        Command::Call { operation: Some(operation), args: given } => {
             let Some(op) = Operation::from_id(operation) else {
                 bail!("no operation `{operation}`: give profile/name, e.g. native/state_get or sage/recall_knowledge");
             };
@@ -744,7 +747,27 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
     }
 }
 
+/// Every operation: its id, the command that runs it (or why only `call` does), and what it
+/// does, as the catalog declares them.
+pub(crate) fn catalog_listing(profile: Option<&str>) -> Vec<Value> {
+    use state_api::catalog::Cli;
+    Operation::all()
+        .filter(|op| profile.is_none_or(|p| op.spec().profile.name() == p))
+        .map(|op| {
+            let spec = op.spec();
+            let (command, call_only) = match spec.cli {
+                Cli::Command(words) => (Some(format!("statectl {words}")), None),
+                Cli::CallOnly(why) => (None, Some(why)),
+            };
+            json!({"operation": op.id(), "command": command, "call_only": call_only, "description": spec.description})
+        })
+        .collect()
+}
+
 /// A file argument of `txn`: `-` is stdin, anything else a path.
 fn as_input(file: &str) -> String {
     if file == "-" { file.to_owned() } else { format!("@{file}") }
 }
+
+#[cfg(test)]
+mod tests;

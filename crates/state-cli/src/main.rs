@@ -189,10 +189,35 @@ fn connect_failure(error: &anyhow::Error) -> u8 {
     }
 }
 
+/// `statectl call` alone (or with a profile's name): the catalog, as it declares each operation.
+fn list_operations(cli: &Cli, profile: Option<&str>) -> Result<u8> {
+    let listing = commands::catalog_listing(profile);
+    if cli.json {
+        outln!("{}", serde_json::Value::Array(listing));
+        return Ok(exit::OK);
+    }
+    for entry in &listing {
+        let how = entry["command"]
+            .as_str()
+            .map_or_else(|| format!("call only: {}", entry["call_only"].as_str().unwrap_or_default()), str::to_owned);
+        outln!(
+            "{}\n    {how}\n    {}",
+            entry["operation"].as_str().unwrap_or_default(),
+            entry["description"].as_str().unwrap_or_default()
+        );
+    }
+    Ok(exit::OK)
+}
+
 /// Runs the command; the exit code, or an error that is the command line's fault.
 async fn run(cli: &Cli, command: &Command) -> Result<u8> {
     if let Command::Doctor = command {
         return doctor::doctor(cli, cli.json).await;
+    }
+    if let Command::Call { operation, .. } = command
+        && operation.as_deref().is_none_or(|o| state_api::catalog::Profile::from_name(o).is_some())
+    {
+        return list_operations(cli, operation.as_deref());
     }
     // Read input before reaching the store, so a bad value never starts an owner.
     let call = match command {

@@ -56,7 +56,9 @@ pub mod native {
         SetRequest, SetResult,
     };
     use state_core::ops::lease::{AcquireRequest, AcquireResult};
-    use state_core::ops::session::{SessionRestoreRequest, SessionRestoreResult, SessionSaveRequest, SessionSaveResult};
+    use state_core::ops::session::{
+        SessionRestoreRequest, SessionRestoreResult, SessionSaveRequest, SessionSaveResult,
+    };
     use state_core::ops::txn::{TxnRequest, TxnResult};
     use state_core::ops::workflow::{
         CreateRunRequest, CreateRunResult, ListRunsRequest, ListRunsResult, ResumeResult, RunRequest, RunStatusResult,
@@ -117,7 +119,11 @@ pub trait Seam: Sync {
     /// [`Seam::invalid`].
     type Error: Send;
 
-    fn call<Req, Res>(&self, op: Native<Req, Res>, request: Req) -> impl Future<Output = Result<Res, Self::Error>> + Send
+    fn call<Req, Res>(
+        &self,
+        op: Native<Req, Res>,
+        request: Req,
+    ) -> impl Future<Output = Result<Res, Self::Error>> + Send
     where
         Req: Serialize + Send,
         Res: DeserializeOwned;

@@ -312,6 +312,23 @@ fn completions_and_man_page_are_generated() {
 }
 
 #[test]
+fn call_alone_lists_every_operation_with_the_command_that_runs_it() {
+    let p = Place::new();
+    let all = p.run(&["call", "--json"]);
+    assert_eq!(all.code, 0, "{}", all.stderr);
+    let listing = all.json();
+    let entry = |id: &str| listing.as_array().unwrap().iter().find(|e| e["operation"] == id).cloned().unwrap();
+    assert_eq!(entry("native/workflow_claim")["command"], "statectl workflow claim");
+    let reset = entry("native/state_reset");
+    assert!(reset["command"].is_null() && reset["call_only"].as_str().unwrap().contains("call"), "{reset}");
+    assert!(entry("native/state_get")["description"].as_str().unwrap().contains("version"));
+    let sidecar = p.run(&["call", "sidecar", "--json"]).json();
+    let ids: Vec<&str> = sidecar.as_array().unwrap().iter().map(|e| e["operation"].as_str().unwrap()).collect();
+    assert!(ids.len() >= 19 && ids.iter().all(|id| id.starts_with("sidecar/")), "{ids:?}");
+    assert!(!p.db.exists(), "listing the catalog opens no store");
+}
+
+#[test]
 fn works_beside_a_running_agent_and_against_state_http() {
     let p = Place::new();
     let mut agent = p.agent();

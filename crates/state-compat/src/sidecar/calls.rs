@@ -162,8 +162,12 @@ pub async fn history_log<S: Seam>(seam: &S, a: HistoryArgs, _: Option<String>) -
     if a.n == 0 {
         return Err(Failure::Invalid(InvalidInput::OutOfRange { argument: "n", message: "must be 1 or more".into() }));
     }
-    let request =
-        HistoryRequest { kind: Some(HistoryKind::Kv), key: a.key, n: Some(MAX_PAGE.min(a.n * 4)), ..Default::default() };
+    let request = HistoryRequest {
+        kind: Some(HistoryKind::Kv),
+        key: a.key,
+        n: Some(MAX_PAGE.min(a.n * 4)),
+        ..Default::default()
+    };
     let events = seam.call(native::HISTORY, request).await?.events;
     let mut entries = Vec::new();
     for event in events.iter().rev().filter(|e| e.op == HistoryOp::Put).take(a.n) {
