@@ -12,23 +12,14 @@ use serde_json::{Value, json};
 
 use crate::checkpoint;
 use crate::entry::{Action, Entry};
-use crate::key::{validate_agent_id, validate_key};
 use crate::keyspace::{self, Corpus, Space};
 use crate::knowledge;
 use crate::ops::checkpoint::CheckpointSaveRequest;
-use crate::ops::transfer::{DumpedRecord, ImportConflict, ImportResult};
+use crate::ops::transfer::{DumpedRecord, ImportConflict, ImportResult, carried};
 use crate::plan::{Changes, Mutation, Plan, Record, WriteContext};
 use crate::text_index::{self, Document};
 use crate::time::{UnixMillis, parse_rfc3339};
 use crate::view::{StateView, scan_page};
-
-/// Whether a dump carries the record stored under `key`.
-pub fn carried(key: &str) -> bool {
-    !matches!(
-        keyspace::classify(key).0,
-        Space::Posting | Space::IndexStats | Space::IndexedTerms | Space::Request | Space::Store
-    )
-}
 
 /// A stored entry as a dump line.
 pub fn dump(entry: &Entry) -> DumpedRecord {
@@ -42,10 +33,6 @@ pub fn dump(entry: &Entry) -> DumpedRecord {
         expires_at: entry.expires_at.map(UnixMillis::to_rfc3339),
         agent_id: entry.agent_id.clone(),
     }
-}
-
-fn time(field: &str, text: &str) -> Result<UnixMillis, String> {
-    parse_rfc3339(text).ok_or_else(|| format!("`{field}` is not an RFC 3339 time: {text:?}"))
 }
 
 /// One page of the records a dump carries, in key order, after the key `after`.
@@ -73,29 +60,6 @@ pub fn session_records(session_id: &str, context: Value, updated_at: String) -> 
         agent_id: None,
     };
     vec![record(keyspace::session_key(session_id)), record(keyspace::session_version_key(session_id, 1))]
-}
-
-/// Why a dumped record cannot be imported, if it cannot.
-pub(crate) fn check_record(record: &DumpedRecord) -> Result<(), String> {
-    if keyspace::is_system(&record.key) {
-        let (space, id) = keyspace::classify(&record.key);
-        if id.is_empty() || !carried(&record.key) || space == Space::Kv {
-            return Err(format!("key {:?} is not a record a dump carries", record.key));
-        }
-    } else {
-        validate_key("key", &record.key).map_err(|e| e.to_string())?;
-    }
-    if record.version == 0 {
-        return Err(format!("key {:?}: version must be 1 or more", record.key));
-    }
-    time("updated_at", &record.updated_at)?;
-    if let Some(expires_at) = &record.expires_at {
-        time("expires_at", expires_at)?;
-    }
-    if let Some(agent) = &record.agent_id {
-        validate_agent_id("agent_id", agent).map_err(|e| e.to_string())?;
-    }
-    Ok(())
 }
 
 /// A dumped record made ready to write, with its search terms computed (off the writer).

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 
 use crate::entry::Entry;
-use crate::plan::{Mutation, Plan};
 
 pub trait StateView {
     type Error;
@@ -64,25 +63,6 @@ where
 pub struct MemoryView {
     pub entries: BTreeMap<String, Entry>,
     pub revision: u64,
-}
-
-impl MemoryView {
-    /// Applies a plan the way a store would, advancing the revision if it changed anything.
-    pub fn apply<T>(&mut self, plan: &Plan<T>) {
-        for mutation in &plan.mutations {
-            match mutation {
-                Mutation::Put(entry) => {
-                    self.entries.insert(entry.key.clone(), entry.clone());
-                }
-                Mutation::Delete(key) => {
-                    self.entries.remove(key);
-                }
-            }
-        }
-        if let Some(revision) = plan.commit_revision() {
-            self.revision = revision;
-        }
-    }
 }
 
 impl StateView for MemoryView {

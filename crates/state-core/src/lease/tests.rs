@@ -1,10 +1,10 @@
 use serde_json::json;
 
 use super::*;
+use crate::kv::plan_set;
 use crate::ops::WriteStatus;
 use crate::ops::history::HistoryOp;
 use crate::ops::kv::SetRequest;
-use crate::plan::plan_set;
 use crate::testing::{Sim, T0};
 
 const TTL: Option<u64> = Some(1_000);
@@ -144,7 +144,7 @@ mod properties {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::plan::plan_expire;
+    use crate::expire::plan_expire;
 
     #[derive(Debug, Clone)]
     enum Op {

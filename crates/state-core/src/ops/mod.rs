@@ -9,6 +9,7 @@ pub mod history;
 pub mod knowledge;
 pub mod kv;
 pub mod lease;
+pub mod once;
 pub mod session;
 pub mod transfer;
 pub mod txn;
@@ -18,7 +19,7 @@ pub mod workflow;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
-crate::idempotency::mutating!(
+once::mutating!(
     kv::SetRequest => "state_set",
     kv::DeleteRequest => "state_delete",
     txn::TxnRequest => "state_txn",

@@ -7,7 +7,9 @@ use serde_json::Value;
 
 use super::Paged;
 use crate::error::InvalidInput;
-use crate::key::validate_agent_id;
+use crate::key::{validate_agent_id, validate_key};
+use crate::keyspace::{self, Space};
+use crate::time::{UnixMillis, parse_rfc3339};
 
 /// Most records one import call carries: one transaction, so a chunk is all or nothing.
 pub const MAX_IMPORT_RECORDS: usize = 1000;
@@ -95,7 +97,7 @@ impl ImportRequest {
             validate_agent_id("agent_id", agent)?;
         }
         for (i, record) in self.records.iter().enumerate() {
-            crate::transfer::check_record(record)
+            check_record(record)
                 .map_err(|message| InvalidInput::Malformed { argument: format!("records[{i}]"), message })?;
         }
         Ok(())
@@ -123,4 +125,39 @@ pub struct ImportConflict {
     pub current_version: u64,
     /// The version the dump carries.
     pub incoming_version: u64,
+}
+
+/// Whether a dump carries the record stored under `key`.
+pub fn carried(key: &str) -> bool {
+    !matches!(
+        keyspace::classify(key).0,
+        Space::Posting | Space::IndexStats | Space::IndexedTerms | Space::Request | Space::Store
+    )
+}
+
+/// Why a dumped record cannot be imported, if it cannot.
+pub(crate) fn check_record(record: &DumpedRecord) -> Result<(), String> {
+    if keyspace::is_system(&record.key) {
+        let (space, id) = keyspace::classify(&record.key);
+        if id.is_empty() || !carried(&record.key) || space == Space::Kv {
+            return Err(format!("key {:?} is not a record a dump carries", record.key));
+        }
+    } else {
+        validate_key("key", &record.key).map_err(|e| e.to_string())?;
+    }
+    if record.version == 0 {
+        return Err(format!("key {:?}: version must be 1 or more", record.key));
+    }
+    time("updated_at", &record.updated_at)?;
+    if let Some(expires_at) = &record.expires_at {
+        time("expires_at", expires_at)?;
+    }
+    if let Some(agent) = &record.agent_id {
+        validate_agent_id("agent_id", agent).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn time(field: &str, text: &str) -> Result<UnixMillis, String> {
+    parse_rfc3339(text).ok_or_else(|| format!("`{field}` is not an RFC 3339 time: {text:?}"))
 }

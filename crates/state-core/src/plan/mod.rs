@@ -1,16 +1,11 @@
-//! Write planning: given what the store holds now (through a [`StateView`]), decide the
-//! outcome of a write and the exact changes that carry it out. Pure; the store applies a plan
-//! inside one transaction.
+//! What a write planner decides: the outcome and the exact changes that carry it out (`Plan`),
+//! against the moment and revision it is planned at (`WriteContext`). The planners are the
+//! rule modules' (`kv`, `lease`, `workflow`, ...); the store applies a plan inside one
+//! transaction.
 
-mod expire;
-mod kv;
 mod rule;
-mod txn;
 
-pub use expire::plan_expire;
-pub use kv::{plan_delete, plan_set};
 pub use rule::{Query, Rule};
-pub use txn::plan_txn;
 
 use serde_json::Value;
 
@@ -249,5 +244,21 @@ impl<'a> Changes<'a> {
     }
 }
 
-#[cfg(test)]
-mod tests;
+impl crate::view::MemoryView {
+    /// Applies a plan the way a store would, advancing the revision if it changed anything.
+    pub fn apply<T>(&mut self, plan: &Plan<T>) {
+        for mutation in &plan.mutations {
+            match mutation {
+                Mutation::Put(entry) => {
+                    self.entries.insert(entry.key.clone(), entry.clone());
+                }
+                Mutation::Delete(key) => {
+                    self.entries.remove(key);
+                }
+            }
+        }
+        if let Some(revision) = plan.commit_revision() {
+            self.revision = revision;
+        }
+    }
+}

@@ -8,8 +8,8 @@ use serde::de::DeserializeOwned;
 
 use super::{Plan, WriteContext};
 use crate::error::InvalidInput;
-use crate::idempotency::Once;
 use crate::limits::Limits;
+use crate::ops::once::Once;
 use crate::time::UnixMillis;
 use crate::view::StateView;
 

@@ -3,6 +3,7 @@ use serde_json::json;
 use super::*;
 use crate::MemoryView;
 use crate::ops::transfer::ImportRequest;
+use crate::ops::transfer::check_record;
 
 const NOW: UnixMillis = UnixMillis(1_800_000_000_000);
 

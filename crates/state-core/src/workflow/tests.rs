@@ -3,8 +3,8 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::*;
+use crate::expire::plan_expire;
 use crate::ops::history::HistoryOp;
-use crate::plan::plan_expire;
 use crate::testing::Sim;
 
 const TTL: Option<u64> = Some(1_000);

@@ -47,9 +47,10 @@ use state_core::ops::{
     OkStatus,
     admin::{ResetRequest, ResetResult},
 };
-use state_core::plan::{self, Plan, Query, Rule, WriteContext};
+use state_core::plan::{Plan, Query, Rule, WriteContext};
 use state_core::workflow::{self, Caller, ClaimArgs, Ending, RunFilter, StepRule};
 use state_core::{Action, Event, EventKind, Limits, UnixMillis};
+use state_core::{expire, kv};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 pub use self::maintenance::MaintenanceHandle;
@@ -245,17 +246,17 @@ impl Engine {
 
     pub async fn set(&self, req: SetRequest) -> Result<SetResult, EngineError> {
         req.validate(&self.inner.config.limits)?;
-        self.plan(Once::of(&req)?, move |view, ctx| plan::plan_set(view, &req, ctx)).await
+        self.plan(Once::of(&req)?, move |view, ctx| kv::plan_set(view, &req, ctx)).await
     }
 
     pub async fn delete(&self, req: DeleteRequest) -> Result<DeleteResult, EngineError> {
         req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| plan::plan_delete(view, &req, ctx)).await
+        self.plan(Once::of(&req)?, move |view, ctx| kv::plan_delete(view, &req, ctx)).await
     }
 
     pub async fn txn(&self, req: TxnRequest) -> Result<TxnResult, EngineError> {
         req.validate(&self.inner.config.limits)?;
-        self.plan(Once::of(&req)?, move |view, ctx| plan::plan_txn(view, &req, ctx)).await
+        self.plan(Once::of(&req)?, move |view, ctx| kv::plan_txn(view, &req, ctx)).await
     }
 
     pub async fn lease_acquire(&self, req: AcquireRequest) -> Result<AcquireResult, EngineError> {
@@ -485,7 +486,7 @@ impl Engine {
     pub async fn expire_due(&self, limit: usize) -> Result<usize, EngineError> {
         self.plan(None, move |view, ctx| {
             let due = view.0.expired_before(ctx.now, limit.max(1))?;
-            plan::plan_expire(view, &due, ctx)
+            expire::plan_expire(view, &due, ctx)
         })
         .await
     }

@@ -1,9 +1,12 @@
-use super::{Changes, Plan, WriteContext};
+//! Keys' rules: set and delete under version and lease guards (`mod.rs`), transactions
+//! (`txn.rs`).
+
 use crate::entry::live;
 use crate::lease::check_fence;
 use crate::occ::check_expected;
 use crate::ops::kv::{DeleteRequest, DeleteResult, SetRequest, SetResult};
 use crate::ops::{DeleteStatus, WriteStatus};
+use crate::plan::{Changes, Plan, WriteContext};
 use crate::time::ttl_millis;
 use crate::view::StateView;
 
@@ -100,3 +103,9 @@ pub fn plan_delete<V: StateView + ?Sized>(
         message: None,
     }))
 }
+
+mod txn;
+pub use txn::plan_txn;
+
+#[cfg(test)]
+mod tests;

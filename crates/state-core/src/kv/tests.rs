@@ -2,9 +2,11 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::entry::{Entry, EventKind};
+use crate::expire::plan_expire;
 use crate::ops::kv::{DeleteRequest, SetRequest};
 use crate::ops::txn::{Compare, TxnRequest};
 use crate::ops::{DeleteStatus, ReadStatus, WriteStatus};
+use crate::plan::{Mutation, Plan, WriteContext};
 use crate::time::UnixMillis;
 use crate::view::MemoryView;
 

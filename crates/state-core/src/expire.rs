@@ -1,6 +1,6 @@
-use super::{Changes, Plan, WriteContext};
 use crate::entry::Entry;
 use crate::keyspace::{self, Space};
+use crate::plan::{Changes, Plan, WriteContext};
 use crate::view::StateView;
 use crate::workflow;
 

@@ -1,10 +1,10 @@
 use std::collections::BTreeMap;
 
-use super::kv::fenced;
-use super::{Changes, Plan, WriteContext};
+use super::fenced;
 use crate::entry::{Entry, live};
 use crate::ops::ReadStatus;
 use crate::ops::txn::{TxnOp, TxnOpKind, TxnOpResult, TxnRequest, TxnResult, TxnStatus};
+use crate::plan::{Changes, Plan, WriteContext};
 use crate::time::ttl_millis;
 use crate::view::StateView;
 
