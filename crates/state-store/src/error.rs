@@ -16,6 +16,11 @@ pub enum StorageError {
     Corrupt(String),
     #[error("storage failed: {0}")]
     Other(String),
+    /// A write failed at a point where it may or may not have become durable (a connection
+    /// lost during COMMIT, a log whose failed append could not be taken back): retry it only
+    /// with the same idempotency key.
+    #[error("storage failed, and whether the write was applied is unknown: {0}")]
+    OutcomeUnknown(String),
     /// A transient failure before commit (a serialization conflict, a dropped connection):
     /// nothing was applied, and running the same transaction again may succeed. The writer
     /// retries these itself; callers see one only when every retry failed.

@@ -320,6 +320,10 @@ fn api_error(op: Operation, error: CallError) -> ApiError {
             ErrorCode::Unavailable,
             format!("`{name}` was not run: the store is shutting down. Retry once it is running again."),
         ),
+        CallError::Engine(EngineError::Storage(storage @ StorageError::OutcomeUnknown(_))) => ApiError::new(
+            ErrorCode::OutcomeUnknown,
+            format!("`{name}`: {storage}. Read the state it changes, or retry with the same request_id."),
+        ),
         CallError::Engine(EngineError::Storage(storage)) => {
             let hint = match storage {
                 StorageError::Retryable(_) => "Retrying later may succeed",

@@ -8,6 +8,7 @@ mod checkpoints;
 mod concurrency;
 mod knowledge;
 mod model;
+mod power_cut;
 mod redb_file;
 mod retry;
 mod support;

@@ -77,18 +77,16 @@ async fn a_write_the_disk_refuses_costs_nothing_acknowledged_and_the_store_recov
         engine.set(crate::support::set_req(&format!("k{n}"), json!(n), None)).await.unwrap();
     }
 
-    // The disk fills up under redb: the write fails, clearly, and is not applied.
+    // The disk fills up (another process filled it past the free-space check): the write's
+    // log append fails, clearly, and it is not applied. Reads go on meanwhile.
     faults.disk_full.store(true, std::sync::atomic::Ordering::SeqCst);
     let refused = engine.set(crate::support::set_req("k5", json!(5), None)).await.unwrap_err();
     assert!(matches!(refused, state_store::EngineError::Storage(state_store::StorageError::Io(_))), "{refused:?}");
+    assert!(refused.to_string().contains("No space left on device"), "{refused}");
     assert!(faults.refused.load(std::sync::atomic::Ordering::SeqCst) > 0);
-    // Past the free-space check (another process filled the disk), redb itself met the full
-    // disk: until space returns, reads say so too.
-    let during = engine.get(get("k1")).await.unwrap_err().to_string();
-    assert!(during.contains("No space left on device"), "{during}");
+    assert_eq!(engine.get(get("k1")).await.unwrap().value, Some(json!(1)), "reads go on");
 
-    // Space returns: the same process reopens the file and goes on, with every acknowledged
-    // write and without the refused one.
+    // Space returns: writes go on, with every acknowledged write and without the refused one.
     faults.disk_full.store(false, std::sync::atomic::Ordering::SeqCst);
     for n in 0..5 {
         let got = engine.get(get(&format!("k{n}"))).await.unwrap();
@@ -97,9 +95,22 @@ async fn a_write_the_disk_refuses_costs_nothing_acknowledged_and_the_store_recov
     assert_eq!(engine.get(get("k5")).await.unwrap().value, None, "the refused write was not applied");
     let next = engine.set(crate::support::set_req("k5", json!("later"), None)).await.unwrap();
     assert_eq!(next.revision, 6, "revisions go on from the last commit, without a gap");
+
+    // Now only the database's disk is full (the log lives elsewhere): writes are acknowledged
+    // from the log, and the checkpoint at close fails under redb. The next open replays them.
+    faults.log_spared.store(true, std::sync::atomic::Ordering::SeqCst);
+    faults.disk_full.store(true, std::sync::atomic::Ordering::SeqCst);
+    for n in 6..9 {
+        engine.set(crate::support::set_req(&format!("k{n}"), json!(n), None)).await.unwrap();
+    }
     engine.close().await;
+    faults.disk_full.store(false, std::sync::atomic::Ordering::SeqCst);
     let reopened = engine_at(&path);
     assert_eq!(reopened.get(get("k5")).await.unwrap().value, Some(json!("later")));
+    for n in 6..9 {
+        assert_eq!(reopened.get(get(&format!("k{n}"))).await.unwrap().value, Some(json!(n)), "k{n} replayed");
+    }
+    assert_eq!(reopened.revision().await.unwrap(), 9);
 }
 
 fn engine_at(path: &std::path::Path) -> Engine {

@@ -488,9 +488,7 @@ impl WriteTxn for PgTxn<'_> {
         committed.map_err(|e| {
             if e.is_closed() || e.code().is_none() {
                 // The COMMIT may or may not have reached the database: never retry blindly.
-                StorageError::Other(format!(
-                    "the connection to PostgreSQL failed during COMMIT, so whether the batch committed is unknown: {e}"
-                ))
+                StorageError::OutcomeUnknown(format!("the connection to PostgreSQL failed during COMMIT: {e}"))
             } else {
                 storage(e)
             }

@@ -1,5 +1,8 @@
-//! The embedded default backend on redb: one file, one writer process, copy-on-write B-trees,
-//! and a durable (fsync'd) commit per write transaction.
+//! The embedded default backend on redb: one file, one writer process, copy-on-write B-trees.
+//! A write transaction is made durable by its record in the write-ahead log beside the file
+//! (`wal.rs`: appended and synced before the commit, which is then not synced itself); a
+//! durable commit every few megabytes of log is a checkpoint, after which the log starts over.
+//! Opening replays the records past the last durable commit (`logged.rs`: what they carry).
 //!
 //! Tables:
 //! - `entries`    user key -> current entry
@@ -9,21 +12,24 @@
 //! - `events`     (revision, seq) -> event          the history log
 //! - `key_events` (key, revision, seq) -> version   per-key index into the log (one revision
 //!   can hold several events on one key: an expiry, then the write that replaced it)
-//! - `meta`       name -> u64                        revision, compacted revision, format
+//! - `meta`       name -> u64                        revision, compacted revision, format, and the
+//!   sequence number of the last log record applied (`wal_lsn`)
 
 mod backup;
 mod codec;
 #[cfg(feature = "conformance")]
 pub mod faults;
 mod holder;
+mod logged;
+pub mod wal;
 
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use redb::{
-    Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
+    Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
     WriteTransaction,
 };
 use state_core::keyspace;
@@ -31,6 +37,8 @@ use state_core::ops::history::KeyFilter;
 use state_core::{Entry, Event, UnixMillis};
 
 use self::holder::Holder;
+use self::logged::Calls;
+use self::wal::{LogError, LogFile, Wal};
 use super::{Backend, Order, ReadTxn, WriteTxn, WriterExclusion};
 use crate::error::{OpenError, StorageError};
 use crate::files;
@@ -45,6 +53,7 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const META_REVISION: &str = "revision";
 const META_COMPACTED: &str = "compacted_revision";
 const META_FORMAT: &str = "format";
+const META_WAL_LSN: &str = "wal_lsn";
 const STORE_FORMAT: u64 = 1;
 
 /// Default page cache. redb grows it lazily, so small stores stay small.
@@ -59,11 +68,25 @@ pub struct RedbBackend {
     /// reopened (which also rolls back to the last commit, as after a crash).
     failed: AtomicBool,
     path: Option<PathBuf>,
+    /// The write-ahead log (a database in a file); none in memory.
+    log: Option<Log>,
     _holder: Option<Holder>,
 }
 
 /// Opens the database file again, the same way as the first time.
 type Reopen = Box<dyn Fn() -> Result<Database, redb::DatabaseError> + Send + Sync>;
+
+/// Opens the log's file, the same way every time.
+pub type OpenLog = Box<dyn Fn() -> std::io::Result<Box<dyn LogFile>> + Send + Sync>;
+
+struct Log {
+    /// `None` while the database is reopened and the log replayed.
+    wal: Mutex<Option<Wal>>,
+    /// Bytes of records after which a commit checkpoints.
+    checkpoint_bytes: std::sync::atomic::AtomicU64,
+    open: OpenLog,
+    path: PathBuf,
+}
 
 /// Free space a commit leaves on the disk at least, beyond what it writes: room for redb's own
 /// pages and for the commit after it.
@@ -93,12 +116,12 @@ impl RedbBackend {
             let path = path.to_owned();
             move || redb::Builder::new().set_cache_size(CACHE_BYTES).create(&path)
         };
-        RedbBackend::open_with(path, role, Box::new(opener))
+        RedbBackend::open_with(path, role, Box::new(opener), Some(log_file(path)))
     }
 
     /// Opens the database at `path` through `opener` (which tests use to put a fault-injecting
     /// file under it), recording `role` in the holder note.
-    fn open_with(path: &Path, role: &str, opener: Reopen) -> Result<RedbBackend, OpenError> {
+    fn open_with(path: &Path, role: &str, opener: Reopen, log: Option<OpenLog>) -> Result<RedbBackend, OpenError> {
         let db = opener().map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => {
                 let (holder, role) = Holder::describe(path);
@@ -111,18 +134,104 @@ impl RedbBackend {
             other => OpenError::Storage { path: path.to_owned(), source: storage(other) },
         })?;
         let holder = Holder::record(path, role);
+        let log = log.map(|open| Log {
+            wal: Mutex::new(None),
+            checkpoint_bytes: wal::CHECKPOINT_BYTES.into(),
+            open,
+            path: wal::log_path(path),
+        });
         let backend = RedbBackend {
             db: RwLock::new(Some(Arc::new(db))),
             reopen: Some(opener),
             failed: AtomicBool::new(false),
             path: Some(path.to_owned()),
+            log,
             _holder: Some(holder),
         };
-        backend.initialize().map_err(|source| match source {
+        let opened = backend.initialize().and_then(|()| {
+            let db = backend.database()?;
+            backend.replay(&db)
+        });
+        opened.map_err(|source| match source {
             StorageError::Corrupt(message) => OpenError::Incompatible { path: path.to_owned(), message },
             source => OpenError::Storage { path: path.to_owned(), source },
         })?;
         Ok(backend)
+    }
+
+    /// Redoes, on `db` as of its last durable commit, every logged batch after it, makes that
+    /// durable and starts the log over. Run at open and after a reopen.
+    fn replay(&self, db: &Database) -> Result<(), StorageError> {
+        let Some(log) = &self.log else { return Ok(()) };
+        let mut slot = log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()))?;
+        drop(slot.take());
+        let mut applied = {
+            let txn = db.begin_read().map_err(storage)?;
+            meta_value(&txn.open_table(META).map_err(storage)?, META_WAL_LSN)?
+        };
+        let file = (log.open)().map_err(|e| StorageError::Io(format!("{}: {e}", log.path.display())))?;
+        let (mut wal, records) = Wal::open(file, &log.path, applied + 1).map_err(|e| log_error(&log.path, e))?;
+        let durable = applied;
+        let replayed = records.iter().filter(|r| r.lsn > durable).count();
+        for record in records.iter().filter(|r| r.lsn > durable) {
+            if record.lsn != applied + 1 {
+                return Err(StorageError::Corrupt(format!(
+                    "{}: the database holds writes through log record {applied}, but the log's next record                      is {}: the records between are missing",
+                    log.path.display(),
+                    record.lsn
+                )));
+            }
+            let mut txn = db.begin_write().map_err(storage)?;
+            txn.set_durability(Durability::None).map_err(|e| StorageError::Other(e.to_string()))?;
+            let mut write = RedbWrite { txn, next_seq: None, backend: self, written: 0, calls: None };
+            logged::replay(&record.payload, &mut write)?;
+            write.txn.open_table(META).map_err(storage)?.insert(META_WAL_LSN, record.lsn).map_err(storage)?;
+            write.txn.commit().map_err(storage)?;
+            applied = record.lsn;
+        }
+        if wal.next_lsn() > applied + 1 {
+            return Err(StorageError::Corrupt(format!(
+                "{}: the log goes on from record {}, but the database holds writes only through record                  {applied}: the database file is older than its log",
+                log.path.display(),
+                wal.next_lsn()
+            )));
+        }
+        durable_commit(db)?;
+        wal.start_over(applied + 1).map_err(|e| log_error(&log.path, e))?;
+        if replayed > 0 {
+            tracing::info!(log = %log.path.display(), replayed, "replayed the write-ahead log");
+        }
+        *slot = Some(wal);
+        Ok(())
+    }
+
+    /// A log whose last append failed takes no more until it starts over: checkpoint first.
+    /// Before a write transaction begins, since the checkpoint is a write transaction itself.
+    fn mend_log(&self) -> Result<(), StorageError> {
+        let Some(log) = &self.log else { return Ok(()) };
+        let mut slot = log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()))?;
+        match slot.as_mut() {
+            Some(wal) if wal.is_damaged() => self.checkpoint(wal),
+            _ => Ok(()),
+        }
+    }
+
+    /// Makes every commit so far durable in the database itself and starts the log over.
+    fn checkpoint(&self, wal: &mut Wal) -> Result<(), StorageError> {
+        let db = self.db.read().ok().and_then(|db| db.clone()).ok_or_else(|| {
+            StorageError::Io("the database is being reopened after a failed write; retry shortly".into())
+        })?;
+        durable_commit(&db).map_err(|e| self.noted(e))?;
+        let path = self.log.as_ref().map(|l| l.path.clone()).unwrap_or_default();
+        wal.start_over(wal.next_lsn()).map_err(|e| log_error(&path, e))
+    }
+
+    /// Checkpoints once the log holds this many bytes of records (default 8 MiB): smaller
+    /// means a shorter replay after a crash and more frequent durable commits.
+    pub fn set_checkpoint_bytes(&self, bytes: u64) {
+        if let Some(log) = &self.log {
+            log.checkpoint_bytes.store(bytes, Ordering::Relaxed);
+        }
     }
 
     /// The live process that recorded itself as holding the database at `path`, with its role
@@ -139,6 +248,7 @@ impl RedbBackend {
             reopen: None,
             failed: AtomicBool::new(false),
             path: None,
+            log: None,
             _holder: None,
         };
         backend.initialize()?;
@@ -173,6 +283,8 @@ impl RedbBackend {
         // says why it cannot run.
         match reopen() {
             Ok(db) => {
+                // The reopened file is as of its last durable commit: the log has the rest.
+                self.replay(&db)?;
                 *slot = Some(Arc::new(db));
                 self.failed.store(false, Ordering::SeqCst);
                 tracing::warn!("reopened the database after a failed write; it holds everything committed before it");
@@ -276,8 +388,10 @@ impl Backend for RedbBackend {
     }
 
     fn begin_write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
+        self.mend_log()?;
         let txn = self.retrying(|db| db.begin_write().map_err(storage))?;
-        Ok(Box::new(RedbWrite { txn, next_seq: None, backend: self, written: 0 }))
+        let calls = self.log.as_ref().map(|_| Calls::default());
+        Ok(Box::new(RedbWrite { txn, next_seq: None, backend: self, written: 0, calls }))
     }
 
     fn size_on_disk(&self) -> Option<u64> {
@@ -286,6 +400,52 @@ impl Backend for RedbBackend {
 
     fn backup(&self, to: &Path) -> Result<crate::backend::Backup, StorageError> {
         backup::backup(&*self.database()?, to)
+    }
+}
+
+/// Opens (creating it private) the log file beside the database at `db`.
+fn log_file(db: &Path) -> OpenLog {
+    let path = wal::log_path(db);
+    Box::new(move || {
+        let existed = path.exists();
+        let file = files::private_file().read(true).write(true).create(true).truncate(false).open(&path)?;
+        if !existed {
+            // The new name must survive a crash as surely as what is written under it.
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::File::open(dir)?.sync_all()?;
+            }
+        }
+        Ok(Box::new(file) as Box<dyn LogFile>)
+    })
+}
+
+/// A commit that makes every earlier one durable: redb persists commits made without a sync
+/// of their own with the next one that has it.
+fn durable_commit(db: &Database) -> Result<(), StorageError> {
+    let txn = db.begin_write().map_err(storage)?;
+    txn.commit().map_err(storage)
+}
+
+fn log_error(path: &Path, error: LogError) -> StorageError {
+    match error {
+        LogError::Io(e) => StorageError::Io(format!("{}: {e}", path.display())),
+        LogError::Corrupt(message) => StorageError::Corrupt(message),
+        LogError::MaybeWritten(e) => StorageError::OutcomeUnknown(format!("{}: {e}", path.display())),
+    }
+}
+
+impl Drop for RedbBackend {
+    /// A clean close leaves nothing to replay: everything goes into the database file.
+    fn drop(&mut self) {
+        let Some(log) = &self.log else { return };
+        let Ok(mut slot) = log.wal.lock() else { return };
+        let Some(wal) = slot.as_mut() else { return };
+        if self.failed.load(Ordering::SeqCst) || wal.used() == 0 {
+            return;
+        }
+        if let Err(error) = self.checkpoint(wal) {
+            tracing::warn!(%error, "could not checkpoint at close; the log is replayed at the next open");
+        }
     }
 }
 
@@ -317,6 +477,8 @@ struct RedbWrite<'a> {
     backend: &'a RedbBackend,
     /// Bytes of entries and events written, for the free-space check at commit.
     written: u64,
+    /// The calls made, for the log record; `None` without a log, or while replaying one.
+    calls: Option<Calls>,
 }
 
 /// Read paths shared by read and write transactions: redb exposes the same `ReadableTable`
@@ -552,6 +714,9 @@ impl WriteTxn for RedbWrite<'_> {
         let mut entries = self.txn.open_table(table_for(&entry.key)).map_err(storage)?;
         let encoded = codec::encode_entry(entry);
         self.written += encoded.len() as u64;
+        if let Some(calls) = &mut self.calls {
+            calls.put(entry, &encoded);
+        }
         let old_expiry = entries
             .insert(entry.key.as_str(), encoded.as_slice())
             .map_err(storage)?
@@ -572,6 +737,9 @@ impl WriteTxn for RedbWrite<'_> {
     }
 
     fn delete(&mut self, key: &str) -> Result<(), StorageError> {
+        if let Some(calls) = &mut self.calls {
+            calls.delete(key);
+        }
         let mut entries = self.txn.open_table(table_for(key)).map_err(storage)?;
         let old = entries.remove(key).map_err(storage)?.map(|old| codec::decode_entry(key, old.value())).transpose()?;
         drop(entries);
@@ -589,6 +757,9 @@ impl WriteTxn for RedbWrite<'_> {
         self.next_seq = Some((event.revision, seq + 1));
         let encoded = codec::encode_event(event);
         self.written += encoded.len() as u64;
+        if let Some(calls) = &mut self.calls {
+            calls.append(event, &encoded);
+        }
         self.txn
             .open_table(EVENTS)
             .map_err(storage)?
@@ -603,11 +774,17 @@ impl WriteTxn for RedbWrite<'_> {
     }
 
     fn set_revision(&mut self, revision: u64) -> Result<(), StorageError> {
+        if let Some(calls) = &mut self.calls {
+            calls.set_revision(revision);
+        }
         self.txn.open_table(META).map_err(storage)?.insert(META_REVISION, revision).map_err(storage)?;
         Ok(())
     }
 
     fn clear(&mut self, compacted_through: u64) -> Result<u64, StorageError> {
+        if let Some(calls) = &mut self.calls {
+            calls.clear(compacted_through);
+        }
         let mut removed = 0;
         for table in [ENTRIES, RECORDS] {
             removed += self.txn.open_table(table).map_err(storage)?.len().map_err(storage)?;
@@ -629,6 +806,9 @@ impl WriteTxn for RedbWrite<'_> {
     }
 
     fn compact(&mut self, through: u64, limit: usize) -> Result<u64, StorageError> {
+        if let Some(calls) = &mut self.calls {
+            calls.compact(through, limit);
+        }
         let mut compacted = meta_value(&self.txn.open_table(META).map_err(storage)?, META_COMPACTED)?;
         if through <= compacted {
             return Ok(compacted);
@@ -667,7 +847,45 @@ impl WriteTxn for RedbWrite<'_> {
     fn commit(self: Box<Self>) -> Result<(), StorageError> {
         // Dropping the transaction aborts it: nothing of a refused commit reaches the file.
         self.backend.check_space(self.written)?;
-        let backend = self.backend;
-        self.txn.commit().map_err(|e| backend.noted(storage(e)))
+        let RedbWrite { mut txn, backend, calls, .. } = *self;
+        let (Some(calls), Some(log)) = (calls, &backend.log) else {
+            return txn.commit().map_err(|e| backend.noted(storage(e)));
+        };
+        let mut slot = log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()))?;
+        let Some(wal) = slot.as_mut() else {
+            return Err(StorageError::Io("the write-ahead log is being reopened; retry shortly".into()));
+        };
+        let lsn = wal.next_lsn();
+        txn.open_table(META).map_err(storage)?.insert(META_WAL_LSN, lsn).map_err(storage)?;
+        txn.set_durability(Durability::None).map_err(|e| StorageError::Other(e.to_string()))?;
+        let payload = calls.into_bytes();
+        // Durable once this returns; visible to readers only after the commit below.
+        if let Err(error) = wal.append(&payload) {
+            // Not applied unless the log could not say: the transaction is dropped unapplied.
+            return Err(match error {
+                LogError::MaybeWritten(e) => StorageError::OutcomeUnknown(format!(
+                    "{}: the write reached the log but its sync failed, and it could not be taken back, so a \
+                     restart may apply it: {e}",
+                    log.path.display()
+                )),
+                other => log_error(&log.path, other),
+            });
+        }
+        if let Err(error) = txn.commit() {
+            let error = backend.noted(storage(error));
+            return match wal.retract(lsn, payload.len()) {
+                Ok(()) => Err(error),
+                Err(_) => Err(StorageError::OutcomeUnknown(format!(
+                    "{error}; its record in the log could not be taken back, so a restart may apply it"
+                ))),
+            };
+        }
+        if wal.used() >= log.checkpoint_bytes.load(Ordering::Relaxed)
+            && let Err(error) = backend.checkpoint(wal)
+        {
+            // The batch is durable in the log: it stands. The next commit checkpoints again.
+            tracing::warn!(%error, "checkpoint failed; the log keeps growing until one succeeds");
+        }
+        Ok(())
     }
 }

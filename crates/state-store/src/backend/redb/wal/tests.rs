@@ -1,0 +1,209 @@
+use std::sync::{Arc, Mutex};
+
+use super::*;
+
+/// A log file in memory; clones share the bytes, as reopening a file does.
+#[derive(Debug, Clone, Default)]
+struct Bytes(Arc<Mutex<Vec<u8>>>);
+
+impl Bytes {
+    fn snapshot(&self) -> Vec<u8> {
+        self.0.lock().unwrap().clone()
+    }
+
+    fn with(bytes: Vec<u8>) -> Bytes {
+        Bytes(Arc::new(Mutex::new(bytes)))
+    }
+}
+
+impl LogFile for Bytes {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.0.lock().unwrap().len() as u64)
+    }
+    fn read_at(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
+        let bytes = self.0.lock().unwrap();
+        let end = offset as usize + out.len();
+        let Some(source) = bytes.get(offset as usize..end) else {
+            return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+        };
+        out.copy_from_slice(source);
+        Ok(())
+    }
+    fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let mut bytes = self.0.lock().unwrap();
+        let end = offset as usize + data.len();
+        if bytes.len() < end {
+            bytes.resize(end, 0);
+        }
+        bytes[offset as usize..end].copy_from_slice(data);
+        Ok(())
+    }
+    fn sync(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn open(file: &Bytes) -> Result<(Wal, Vec<Record>), LogError> {
+    Wal::open(Box::new(file.clone()), Path::new("test.wal"), 1)
+}
+
+fn payload(i: u64) -> Vec<u8> {
+    format!("batch {i} {}", "x".repeat((i as usize * 37) % 700)).into_bytes()
+}
+
+#[test]
+fn records_come_back_in_order_and_the_log_goes_on_after_them() {
+    let file = Bytes::default();
+    let (mut wal, records) = open(&file).unwrap();
+    assert!(records.is_empty());
+    for i in 1..=20 {
+        assert_eq!(wal.append(&payload(i)).unwrap(), i);
+    }
+    let (mut wal, records) = open(&file).unwrap();
+    assert_eq!(records.iter().map(|r| r.lsn).collect::<Vec<_>>(), (1..=20).collect::<Vec<_>>());
+    assert!(records.iter().all(|r| r.payload == payload(r.lsn)));
+    assert_eq!(wal.append(b"next").unwrap(), 21);
+    assert_eq!(open(&file).unwrap().1.len(), 21);
+}
+
+#[test]
+fn a_log_started_over_forgets_what_came_before_in_the_same_blocks() {
+    let file = Bytes::default();
+    let (mut wal, _) = open(&file).unwrap();
+    for i in 1..=10 {
+        wal.append(&payload(i)).unwrap();
+    }
+    wal.start_over(11).unwrap();
+    wal.append(b"short").unwrap();
+    let (_, records) = open(&file).unwrap();
+    assert_eq!(records, vec![Record { lsn: 11, payload: b"short".to_vec() }], "older records are stale");
+    // The next start over writes the other header slot; either surviving alone still works.
+    let (mut wal, _) = open(&file).unwrap();
+    wal.start_over(12).unwrap();
+    let (_, records) = open(&file).unwrap();
+    assert!(records.is_empty());
+}
+
+#[test]
+fn a_tail_cut_at_any_byte_opens_with_every_whole_record_before_it() {
+    let file = Bytes::default();
+    let (mut wal, _) = open(&file).unwrap();
+    for i in 1..=3 {
+        wal.append(&payload(i)).unwrap();
+    }
+    let before_last = wal.end;
+    wal.append(&payload(4)).unwrap();
+    let full = file.snapshot();
+    // The append of record 4 was cut short at every byte: what reached the disk is a prefix of
+    // it, the rest of its blocks still zero.
+    let record_end = before_last + RECORD_HEADER + payload(4).len() as u64;
+    for cut in before_last..record_end {
+        let mut bytes = full.clone();
+        bytes[cut as usize..wal.end as usize].fill(0);
+        let (_, records) = open(&Bytes::with(bytes)).unwrap_or_else(|_| panic!("cut at {cut} refused"));
+        let lsns: Vec<u64> = records.iter().map(|r| r.lsn).collect();
+        assert_eq!(lsns, vec![1, 2, 3], "cut at {cut}");
+    }
+    // A torn append over blocks holding an older epoch's records reads those as stale too.
+    let (mut wal, _) = open(&file).unwrap();
+    wal.start_over(5).unwrap();
+    wal.append(b"one").unwrap();
+    let start = wal.end;
+    wal.append(&payload(9)).unwrap();
+    let reused = file.snapshot();
+    for cut in start..start + RECORD_HEADER + payload(9).len() as u64 {
+        let mut bytes = reused.clone();
+        bytes[cut as usize..wal.end as usize].copy_from_slice(&full[cut as usize..wal.end as usize]);
+        let (_, records) = open(&Bytes::with(bytes)).unwrap_or_else(|_| panic!("cut at {cut} refused"));
+        assert_eq!(records.iter().map(|r| r.lsn).collect::<Vec<_>>(), vec![5], "cut at {cut}");
+    }
+}
+
+#[test]
+fn damage_before_acknowledged_records_refuses_to_open_naming_the_offset() {
+    let file = Bytes::default();
+    let (mut wal, _) = open(&file).unwrap();
+    let mut starts = Vec::new();
+    for i in 1..=5 {
+        starts.push(wal.end);
+        wal.append(&payload(i)).unwrap();
+    }
+    let mut bytes = file.snapshot();
+    let damaged = starts[2] as usize + 20;
+    bytes[damaged] ^= 0x40;
+    match open(&Bytes::with(bytes)) {
+        Err(LogError::Corrupt(message)) => {
+            assert!(message.contains("test.wal") && message.contains(&format!("offset {}", starts[2])), "{message}");
+        }
+        other => panic!("a damaged middle record opened: {:?}", other.map(|(_, r)| r.len())),
+    }
+}
+
+#[test]
+fn a_torn_header_leaves_the_other_in_charge() {
+    let file = Bytes::default();
+    let (mut wal, _) = open(&file).unwrap();
+    wal.append(b"first epoch").unwrap();
+    let before = file.snapshot();
+    wal.start_over(2).unwrap();
+    let after = file.snapshot();
+    // The new header was being written when the power went: any prefix of it reached the disk.
+    let slot = HEADER_SLOTS[wal.slot] as usize;
+    for cut in 0..HEADER_BYTES {
+        let mut bytes = after.clone();
+        bytes[slot + cut..slot + HEADER_BYTES].copy_from_slice(&before[slot + cut..slot + HEADER_BYTES]);
+        let (wal, records) = open(&Bytes::with(bytes)).unwrap();
+        let whole = cut == HEADER_BYTES;
+        assert!(whole || records.len() == 1, "cut {cut}: the old header and its record");
+        assert!(whole || wal.next_lsn() == 2);
+    }
+}
+
+#[test]
+fn a_retracted_record_is_not_replayed() {
+    let file = Bytes::default();
+    let (mut wal, _) = open(&file).unwrap();
+    wal.append(b"kept").unwrap();
+    let lsn = wal.append(b"refused by the database").unwrap();
+    wal.retract(lsn, b"refused by the database".len()).unwrap();
+    assert_eq!(wal.append(b"after").unwrap(), lsn);
+    let (_, records) = open(&file).unwrap();
+    assert_eq!(records.iter().map(|r| r.payload.as_slice()).collect::<Vec<_>>(), [&b"kept"[..], b"after"]);
+}
+
+#[test]
+fn a_log_with_data_but_no_intact_header_is_refused_and_a_zeroed_one_is_new() {
+    let file = Bytes::default();
+    let (mut wal, _) = open(&file).unwrap();
+    wal.append(b"acknowledged").unwrap();
+    let mut bytes = file.snapshot();
+    bytes[..1024].fill(0xff);
+    assert!(matches!(open(&Bytes::with(bytes)), Err(LogError::Corrupt(_))));
+    let (wal, records) = open(&Bytes::with(vec![0; 8192])).unwrap();
+    assert!(records.is_empty() && wal.next_lsn() == 1);
+}
+
+#[test]
+fn client_bytes_shaped_like_a_record_are_not_taken_for_one() {
+    // A value written by a client lands in a record's payload; after the log starts over, the
+    // old payload sits in blocks past the new records. Shaped as a record of the new epoch with
+    // the next sequence number (but without the salt), it must be neither replayed nor read as
+    // damage.
+    let file = Bytes::default();
+    let (mut wal, _) = open(&file).unwrap();
+    let epoch = wal.header.epoch + 1;
+    let forged_header = Header { epoch, salt: 0, first_lsn: 2 };
+    let forged_payload = b"put \x01admin-token".to_vec();
+    let mut forged = Vec::new();
+    forged.extend_from_slice(&(forged_payload.len() as u32).to_le_bytes());
+    forged.extend_from_slice(&checksum(&forged_header, 3, &forged_payload).to_le_bytes());
+    forged.extend_from_slice(&3u64.to_le_bytes());
+    forged.extend_from_slice(&forged_payload);
+    let mut value = vec![b' '; ALIGN as usize - 16 - 4];
+    value.extend_from_slice(&forged);
+    wal.append(&value).unwrap();
+    wal.start_over(2).unwrap();
+    wal.append(b"x").unwrap();
+    let (_, records) = open(&file).unwrap();
+    assert_eq!(records.len(), 1);
+}
