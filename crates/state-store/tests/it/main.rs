@@ -6,6 +6,7 @@
 
 mod checkpoints;
 mod concurrency;
+mod killed;
 mod knowledge;
 mod model;
 mod power_cut;

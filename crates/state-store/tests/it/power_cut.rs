@@ -130,3 +130,24 @@ async fn every_acknowledged_write_survives_a_power_cut_at_any_moment() {
         (disk, log) = (disk.crashed_copy(), log.crashed_copy());
     }
 }
+
+#[tokio::test]
+async fn damage_in_the_middle_of_the_log_refuses_to_open_and_names_the_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let (disk, log) = (Volatile::default(), Volatile::default());
+    let engine = engine_on(dir.path(), &disk, &log, 1 << 30);
+    for i in 0..20 {
+        engine.set(set_req(&format!("k{i}"), json!({"n": i, "pad": "x".repeat(900)}), None)).await.unwrap();
+    }
+    // The power goes before any checkpoint: the log holds all twenty, and one of the first is
+    // damaged.
+    let (disk, log) = (disk.crashed_copy(), log.crashed_copy());
+    engine.close().await;
+    log.damage(4096 + 40);
+    let refused = match RedbBackend::open_volatile(&dir.path().join("state.redb"), &disk, &log) {
+        Err(error) => error.to_string(),
+        Ok(_) => panic!("a log damaged before acknowledged records was opened"),
+    };
+    assert!(refused.contains("state.redb.wal") && refused.contains("damaged at offset 4096"), "{refused}");
+    assert!(refused.contains("acknowledged writes follow"), "{refused}");
+}

@@ -62,7 +62,7 @@ pub(crate) async fn run(server: &Path, duration: Duration) -> Result<()> {
         let body = Bytes::from(value_256().to_string());
         send(&client, "PUT", &format!("{base}/v1/kv/bench/r{i}"), &[], body).await?;
     }
-    let pg = pgbench(duration).await;
+    let pg = pgbench(64, duration).await;
     println!("Server CPU is state-http's own, per operation; the load generator shares the machine's cores.\n");
     println!(
         "For writes, the last column is group commit's work: writes per commit, and the time a commit (its fsync) took.\n"
@@ -275,7 +275,8 @@ pub(crate) fn pg_target() -> String {
 
 /// pgbench's rate of single-row upserts (fsync on, synchronous commit) with 64 clients on the
 /// local PostgreSQL, as `STATE_BENCH_PG` (a connection string) or 127.0.0.1:5432 as postgres.
-pub(crate) async fn pgbench(duration: Duration) -> Result<f64> {
+/// pgbench's single-row upserts on the machine's PostgreSQL (fsync on), `clients` at once.
+pub(crate) async fn pgbench(clients: usize, duration: Duration) -> Result<f64> {
     let dir = tempfile_dir::Dir::new()?;
     let script = dir.path().join("upsert.sql");
     std::fs::write(
@@ -293,7 +294,7 @@ pub(crate) async fn pgbench(duration: Duration) -> Result<f64> {
     }
     let seconds = duration.as_secs().max(3).to_string();
     let output = tokio::process::Command::new("pgbench")
-        .args(["-n", "-c", "64", "-j", "2", "-T", &seconds, "-f"])
+        .args(["-n", "-c", &clients.to_string(), "-j", &clients.min(2).to_string(), "-T", &seconds, "-f"])
         .arg(&script)
         .arg(&target)
         .output()

@@ -123,9 +123,10 @@ fn open_engine(dir: &tempfile_dir::Dir) -> Result<Engine> {
 }
 
 async fn engine_writes(writers: &[usize], duration: Duration) -> Result<()> {
-    println!("## Engine: durable writes (group commit, fsync per batch, 256-byte values)\n");
+    println!("## Engine: durable writes (group commit, one log append and sync per batch, 256-byte values)\n");
     println!("| concurrent writers | acked writes/s | commits | avg batch | largest batch | p50 ack | p99 ack |");
     println!("|---:|---:|---:|---:|---:|---:|---:|");
+    let mut rates = Vec::new();
     for &n in writers {
         let dir = tempfile_dir::Dir::new()?;
         let engine = open_engine(&dir)?;
@@ -167,8 +168,63 @@ async fn engine_writes(writers: &[usize], duration: Duration) -> Result<()> {
             ms(percentile(&latencies, 0.99)),
         );
         engine.close().await;
+        rates.push((n, latencies.len() as f64 / elapsed.as_secs_f64()));
     }
     println!();
+    // The same machine's PostgreSQL, in the same run: single-row upserts, fsync on.
+    for (n, ours) in rates.into_iter().filter(|(n, _)| *n == 1 || *n == 64) {
+        match http::pgbench(n, duration).await {
+            Ok(tps) => println!(
+                "- {n} writer{}: {ours:.0} acked writes/s; pgbench, {n} client{}, same run: {tps:.0} tps; ratio {:.2}× (target {}×)",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "" } else { "s" },
+                ours / tps,
+                if n == 1 { 2 } else { 3 }
+            ),
+            Err(error) => println!("- pgbench reference for {n} not measured: {error:#}"),
+        }
+    }
+    println!();
+    lone_put_bytes().await?;
+    Ok(())
+}
+
+/// Bytes this process causes to be written per lone durable put (one writer, one at a time),
+/// as the kernel counts them when pages are dirtied (`/proc/self/io`, `write_bytes`), and the
+/// syncs each takes.
+async fn lone_put_bytes() -> Result<()> {
+    let dir = tempfile_dir::Dir::new()?;
+    let engine = open_engine(&dir)?;
+    // Past the file's first growth, so what is measured is steady state.
+    for i in 0..2000u64 {
+        engine.set(SetRequest::new(format!("warm/{i}"), value_256())).await?;
+    }
+    let written = || -> Result<u64> {
+        let io = std::fs::read_to_string("/proc/self/io")?;
+        io.lines()
+            .find_map(|l| l.strip_prefix("write_bytes: "))
+            .and_then(|n| n.trim().parse().ok())
+            .context("no write_bytes in /proc/self/io")
+    };
+    let puts = 1000u64;
+    let before = written()?;
+    let started = Instant::now();
+    for i in 0..puts {
+        engine.set(SetRequest::new(format!("lone/{i}"), value_256())).await?;
+    }
+    let elapsed = started.elapsed();
+    let bytes = written()? - before;
+    println!(
+        "## Engine: one durable 256-byte put at a time
+"
+    );
+    println!(
+        "{puts} puts, one after another: {:.0} puts/s, {:.0} bytes written per put (kernel's count of dirtied pages, \
+         this process), target ≤ 4,096\n",
+        puts as f64 / elapsed.as_secs_f64(),
+        bytes as f64 / puts as f64
+    );
+    engine.close().await;
     Ok(())
 }
 

@@ -41,7 +41,7 @@ pub(crate) async fn run(server: &Path, duration: Duration) -> Result<()> {
     for (_, servers) in &setups {
         seed(&client, servers[0]).await?;
     }
-    let pg = pgbench(duration).await;
+    let pg = pgbench(CLIENTS, duration).await;
     println!("| store | workload | ops/s | p50 | p99 (worst replica) |");
     println!("|---|---|---:|---:|---:|");
     let mut rates = Vec::new();

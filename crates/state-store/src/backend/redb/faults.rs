@@ -178,6 +178,18 @@ impl Volatile {
         Volatile(Arc::new(Mutex::new(Platters { now: synced.clone(), synced, syncs: 0 })))
     }
 
+    /// Flips the bits of one byte, as damage on the medium does.
+    pub fn damage(&self, offset: u64) {
+        if let Ok(mut guard) = self.0.lock() {
+            let p = &mut *guard;
+            for image in [&mut p.now, &mut p.synced] {
+                if let Some(byte) = image.get_mut(offset as usize) {
+                    *byte ^= 0xff;
+                }
+            }
+        }
+    }
+
     /// How many syncs the disk has seen.
     pub fn syncs(&self) -> u64 {
         self.0.lock().map(|p| p.syncs).unwrap_or(0)

@@ -17,6 +17,7 @@
 
 mod backup;
 mod codec;
+mod failpoint;
 #[cfg(feature = "conformance")]
 pub mod faults;
 mod holder;
@@ -148,14 +149,12 @@ impl RedbBackend {
             log,
             _holder: Some(holder),
         };
-        let opened = backend.initialize().and_then(|()| {
-            let db = backend.database()?;
-            backend.replay(&db)
-        });
-        opened.map_err(|source| match source {
+        backend.initialize().map_err(|source| match source {
             StorageError::Corrupt(message) => OpenError::Incompatible { path: path.to_owned(), message },
             source => OpenError::Storage { path: path.to_owned(), source },
         })?;
+        let replayed = backend.database().and_then(|db| backend.replay(&db));
+        replayed.map_err(|source| OpenError::Storage { path: path.to_owned(), source })?;
         Ok(backend)
     }
 
@@ -222,6 +221,7 @@ impl RedbBackend {
             StorageError::Io("the database is being reopened after a failed write; retry shortly".into())
         })?;
         durable_commit(&db).map_err(|e| self.noted(e))?;
+        failpoint::crash_at("checkpoint-durable");
         let path = self.log.as_ref().map(|l| l.path.clone()).unwrap_or_default();
         wal.start_over(wal.next_lsn()).map_err(|e| log_error(&path, e))
     }
@@ -871,6 +871,7 @@ impl WriteTxn for RedbWrite<'_> {
                 other => log_error(&log.path, other),
             });
         }
+        failpoint::crash_at("wal-synced");
         if let Err(error) = txn.commit() {
             let error = backend.noted(storage(error));
             return match wal.retract(lsn, payload.len()) {
@@ -880,6 +881,7 @@ impl WriteTxn for RedbWrite<'_> {
                 ))),
             };
         }
+        failpoint::crash_at("committed");
         if wal.used() >= log.checkpoint_bytes.load(Ordering::Relaxed)
             && let Err(error) = backend.checkpoint(wal)
         {

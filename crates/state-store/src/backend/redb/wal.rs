@@ -233,6 +233,12 @@ impl Wal {
         // A write that fails leaves the record short of whole, and so never valid: its bytes
         // past the header are never completed by a later append at this offset, since the log
         // takes none until it starts over under a new salt.
+        if super::failpoint::reached("torn-append") {
+            // Half the record reaches the file, then the process dies.
+            let _ =
+                self.grow_to(self.end + total).and_then(|()| self.file.write_at(self.end, &bytes[..bytes.len() / 2]));
+            std::process::abort();
+        }
         if let Err(error) = self.grow_to(self.end + total).and_then(|()| self.file.write_at(self.end, &bytes)) {
             self.damaged = true;
             return Err(LogError::Io(error));
@@ -275,6 +281,10 @@ impl Wal {
         let header = Header { epoch: self.header.epoch + 1, salt: random_salt(), first_lsn: next_lsn };
         let slot = 1 - self.slot;
         self.grow_to(DATA_START)?;
+        if super::failpoint::reached("torn-header") {
+            let _ = self.file.write_at(HEADER_SLOTS[slot], &encode_header(&header)[..HEADER_BYTES / 2]);
+            std::process::abort();
+        }
         self.file.write_at(HEADER_SLOTS[slot], &encode_header(&header))?;
         self.file.sync()?;
         self.header = header;
