@@ -175,7 +175,9 @@ impl RedbBackend {
         for record in records.iter().filter(|r| r.lsn > durable) {
             if record.lsn != applied + 1 {
                 return Err(StorageError::Corrupt(format!(
-                    "{}: the database holds writes through log record {applied}, but the log's next record                      is {}: the records between are missing",
+                    "{}: the database holds writes through log record {applied}, but the log's next record \
+                     is {}: the records between are missing. If the database file was restored from a \
+                     backup, this log belongs to the store it replaced: move it aside and open again",
                     log.path.display(),
                     record.lsn
                 )));
@@ -189,11 +191,13 @@ impl RedbBackend {
             applied = record.lsn;
         }
         if wal.next_lsn() > applied + 1 {
-            return Err(StorageError::Corrupt(format!(
-                "{}: the log goes on from record {}, but the database holds writes only through record                  {applied}: the database file is older than its log",
-                log.path.display(),
-                wal.next_lsn()
-            )));
+            // Nothing to replay, but the log was started over by a newer state of the database
+            // than this file: a backup put in its place. Its records were all applied to the
+            // store the backup replaced; this one goes on from its own.
+            tracing::warn!(
+                log = %log.path.display(),
+                "the database file is older than its log (restored from a backup?); the log starts over from it"
+            );
         }
         durable_commit(db)?;
         wal.start_over(applied + 1).map_err(|e| log_error(&log.path, e))?;
