@@ -121,7 +121,8 @@ fn put_json(out: &mut Vec<u8>, value: &Value) {
     let _ = serde_json::to_writer(&mut *out, value);
 }
 
-struct Reader<'a> {
+/// Reads the byte layouts of this backend (here, and the log's records in `logged.rs`).
+pub(super) struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
     what: &'a str,
@@ -129,14 +130,24 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn new(bytes: &'a [u8], what: &'a str) -> Result<Reader<'a>, StorageError> {
-        let mut r = Reader { bytes, at: 0, what };
+        let mut r = Reader::raw(bytes, what);
         match r.u8()? {
             FORMAT => Ok(r),
             other => Err(r.corrupt(&format!("unknown record format {other}"))),
         }
     }
 
-    fn corrupt(&self, problem: &str) -> StorageError {
+    /// A reader of bytes without the format byte, naming them `what` in errors.
+    pub(super) fn raw(bytes: &'a [u8], what: &'a str) -> Reader<'a> {
+        Reader { bytes, at: 0, what }
+    }
+
+    /// Whether every byte has been read.
+    pub(super) fn is_done(&self) -> bool {
+        self.at >= self.bytes.len()
+    }
+
+    pub(super) fn corrupt(&self, problem: &str) -> StorageError {
         StorageError::Corrupt(format!("{} at byte {}: {problem}", self.what, self.at))
     }
 
@@ -152,11 +163,11 @@ impl<'a> Reader<'a> {
         self.take(n).map(|_| ())
     }
 
-    fn u8(&mut self) -> Result<u8, StorageError> {
+    pub(super) fn u8(&mut self) -> Result<u8, StorageError> {
         Ok(self.take(1)?[0])
     }
 
-    fn u64(&mut self) -> Result<u64, StorageError> {
+    pub(super) fn u64(&mut self) -> Result<u64, StorageError> {
         let mut buf = [0u8; 8];
         buf.copy_from_slice(self.take(8)?);
         Ok(u64::from_le_bytes(buf))
@@ -167,6 +178,13 @@ impl<'a> Reader<'a> {
         len.copy_from_slice(self.take(2)?);
         let bytes = self.take(usize::from(u16::from_le_bytes(len)))?;
         String::from_utf8(bytes.to_vec()).map_err(|_| self.corrupt("string is not UTF-8"))
+    }
+
+    /// A byte string with a u32 length before it.
+    pub(super) fn sized(&mut self) -> Result<&'a [u8], StorageError> {
+        let mut len = [0u8; 4];
+        len.copy_from_slice(self.take(4)?);
+        self.take(u32::from_le_bytes(len) as usize)
     }
 
     fn json(&mut self) -> Result<Value, StorageError> {

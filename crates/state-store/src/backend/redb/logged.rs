@@ -4,7 +4,7 @@
 
 use state_core::{Entry, Event};
 
-use super::codec;
+use super::codec::{self, Reader};
 use crate::backend::WriteTxn;
 use crate::error::StorageError;
 
@@ -66,18 +66,22 @@ impl Calls {
 
 /// Makes the calls `payload` records on `txn`, in order.
 pub(super) fn replay(payload: &[u8], txn: &mut dyn WriteTxn) -> Result<(), StorageError> {
-    let mut r = Reader { bytes: payload, at: 0 };
-    while r.at < payload.len() {
+    let mut r = Reader::raw(payload, "write-ahead log record");
+    let text = |r: &mut Reader<'_>| {
+        let bytes = r.sized()?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| r.corrupt("a key is not UTF-8"))
+    };
+    while !r.is_done() {
         match r.u8()? {
             PUT => {
-                let key = r.text()?;
-                let entry = codec::decode_entry(&key, r.bytes()?)?;
+                let key = text(&mut r)?;
+                let entry = codec::decode_entry(&key, r.sized()?)?;
                 txn.put(&entry)?;
             }
-            DELETE => txn.delete(&r.text()?)?,
+            DELETE => txn.delete(&text(&mut r)?)?,
             APPEND => {
                 let revision = r.u64()?;
-                txn.append(&codec::decode_event(revision, r.bytes()?)?)?;
+                txn.append(&codec::decode_event(revision, r.sized()?)?)?;
             }
             SET_REVISION => txn.set_revision(r.u64()?)?,
             CLEAR => {
@@ -92,44 +96,4 @@ pub(super) fn replay(payload: &[u8], txn: &mut dyn WriteTxn) -> Result<(), Stora
         }
     }
     Ok(())
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn corrupt(&self, problem: &str) -> StorageError {
-        StorageError::Corrupt(format!("write-ahead log record at byte {}: {problem}", self.at))
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], StorageError> {
-        let end = self.at.checked_add(n).filter(|end| *end <= self.bytes.len());
-        let end = end.ok_or_else(|| self.corrupt("truncated"))?;
-        let slice = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(slice)
-    }
-
-    fn u8(&mut self) -> Result<u8, StorageError> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn u64(&mut self) -> Result<u64, StorageError> {
-        let mut buf = [0u8; 8];
-        buf.copy_from_slice(self.take(8)?);
-        Ok(u64::from_le_bytes(buf))
-    }
-
-    fn bytes(&mut self) -> Result<&'a [u8], StorageError> {
-        let mut len = [0u8; 4];
-        len.copy_from_slice(self.take(4)?);
-        self.take(u32::from_le_bytes(len) as usize)
-    }
-
-    fn text(&mut self) -> Result<String, StorageError> {
-        let bytes = self.bytes()?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| self.corrupt("a key is not UTF-8"))
-    }
 }

@@ -212,6 +212,9 @@ impl RedbBackend {
     /// Before a write transaction begins, since the checkpoint is a write transaction itself.
     fn mend_log(&self) -> Result<(), StorageError> {
         let Some(log) = &self.log else { return Ok(()) };
+        // A database handle that failed is reopened first (replaying the log, which starts it
+        // over): a checkpoint on the failed handle could never succeed.
+        drop(self.database()?);
         let mut slot = log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()))?;
         match slot.as_mut() {
             Some(wal) if wal.is_damaged() => self.checkpoint(wal),
