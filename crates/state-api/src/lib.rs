@@ -34,7 +34,10 @@ pub use http::{HttpConfig, HttpError};
 pub use local::{Local, StandaloneError};
 pub use logfile::{CappedLog, DEFAULT_LOG_CAP, owner_log_path};
 pub use options::{CORE, Options};
-pub use paths::{PathError, RUNTIME_DIR_ENV, Rendezvous, database_holder, free_space, holder_note_path, runtime_dir};
+pub use paths::{
+    PathError, RUNTIME_DIR_ENV, Rendezvous, database_holder, free_space, holder_note_path, runtime_dir,
+    write_ahead_log_path,
+};
 pub use remote::{DEFAULT_HANG_TIMEOUT, JoinConfig, JoinError, Joined, OwnerLauncher};
 pub use reply::{ApiError, ErrorCode, Outcome, Reply};
 pub use state_store::backend::postgres::{FollowMode, PostgresOptions};

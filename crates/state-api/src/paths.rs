@@ -14,6 +14,12 @@ pub fn holder_note_path(db: &Path) -> PathBuf {
     state_store::backend::redb::holder_note_path(db)
 }
 
+/// Where a database's write-ahead log lives: writes only it holds until a checkpoint, so it
+/// is as private as the database.
+pub fn write_ahead_log_path(db: &Path) -> PathBuf {
+    state_store::backend::redb::wal::log_path(db)
+}
+
 /// The live process recorded as holding the database, with its role (`owner`, `standalone`,
 /// ...), if there is one.
 pub fn database_holder(db: &Path) -> Option<(u32, Option<String>)> {

@@ -49,6 +49,7 @@ pub(crate) async fn doctor(cli: &crate::Cli, json: bool) -> Result<u8> {
     let exists = db.exists();
     checks.push(database(&db));
     if exists {
+        checks.push(write_ahead_log(&db));
         checks.extend(holder_and_owner(cli, &db).await);
         let log = state_api::owner_log_path(&db);
         checks.push(match std::fs::metadata(&log) {
@@ -95,6 +96,21 @@ fn database(db: &Path) -> Check {
         warn("database", format!("{size}, in a directory other users can enter"), format!("chmod 700 {dir}"))
     } else {
         ok("database", format!("{size}, private"))
+    }
+}
+
+/// The write-ahead log beside the database: it holds recent writes in full, so it must be as
+/// private as the database.
+fn write_ahead_log(db: &Path) -> Check {
+    let log = state_api::write_ahead_log_path(db);
+    match std::fs::metadata(&log) {
+        Err(_) => ok("log", format!("none yet at {} (the store's next open creates it)", log.display())),
+        Ok(meta) if meta.mode() & 0o077 != 0 => warn(
+            "log",
+            format!("{} ({:.1} MB), readable by other users", log.display(), meta.len() as f64 / 1e6),
+            format!("chmod 600 {}", log.display()),
+        ),
+        Ok(meta) => ok("log", format!("{} ({:.1} MB), private", log.display(), meta.len() as f64 / 1e6)),
     }
 }
 

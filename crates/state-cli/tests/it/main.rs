@@ -493,7 +493,8 @@ fn doctor_says_what_is_wrong_and_what_to_do() {
     p.json(&["put", "k", "1"], 0);
     let healthy = p.run(&["doctor"]);
     assert_eq!(healthy.code, 0, "{}", healthy.stdout);
-    for line in ["ok    database", "ok    owner      pid", "ok    version    state", "ok    disk"] {
+    for line in ["ok    database", "ok    log        ", "ok    owner      pid", "ok    version    state", "ok    disk"]
+    {
         assert!(healthy.stdout.contains(line), "{line}:\n{}", healthy.stdout);
     }
 
@@ -504,6 +505,15 @@ fn doctor_says_what_is_wrong_and_what_to_do() {
     assert_eq!(
         (database["status"].as_str(), database["fix"].as_str().map(|f| f.starts_with("chmod 600"))),
         (Some("warn"), Some(true))
+    );
+    let log = p.db.with_file_name("s.redb.wal");
+    assert!(log.exists(), "the write went through the log beside the database");
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let exposed_log = p.run(&["doctor"]);
+    assert!(
+        exposed_log.stdout.contains("WARN  log") && exposed_log.stdout.contains("chmod 600"),
+        "{}",
+        exposed_log.stdout
     );
 
     std::fs::set_permissions(&p.runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
