@@ -497,7 +497,7 @@ macro_rules! adapter {
     ($req:ty, unparsed: $adapter:path) => {{
         fn run(local: &Local, args: Value, id: Option<String>) -> CallFuture<'_> {
             Box::pin(async move {
-                let request: Result<$req, String> = local::seam::parsed(args);
+                let request: Result<$req, String> = local::parse_or_why(args);
                 local::seam::reply($adapter(&local::seam::LocalSeam(local), request, id).await)
             })
         }

@@ -264,10 +264,15 @@ fn with_request_id(args: Value, id: Option<String>) -> Value {
 }
 
 pub(crate) fn parse<T: DeserializeOwned>(args: Value) -> Result<T, CallError> {
+    parse_or_why(args).map_err(CallError::Arguments)
+}
+
+/// The arguments as `T`, or why not, naming the argument at fault.
+pub(crate) fn parse_or_why<T: DeserializeOwned>(args: Value) -> Result<T, String> {
     serde_path_to_error::deserialize(args).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
-        CallError::Arguments(if path == "." { inner } else { format!("`{path}`: {inner}") })
+        if path == "." { inner } else { format!("`{path}`: {inner}") }
     })
 }
 

@@ -9,11 +9,20 @@ use state_core::InvalidInput;
 use state_core::plan::{Query, Rule};
 use state_store::EngineError;
 
-use super::{CallError, Local, encode, parse};
+use super::{CallError, Local, encode};
 use crate::catalog::{Operation, Profile, Runner};
 use crate::reply::{Outcome, Reply};
 
 pub(crate) struct LocalSeam<'a>(pub(crate) &'a Local);
+
+/// The native operation named `name`, from a table built once: adapters call on every call.
+fn native_named(name: &str) -> Option<Operation> {
+    static NATIVE: std::sync::LazyLock<std::collections::HashMap<&'static str, Operation>> =
+        std::sync::LazyLock::new(|| {
+            Operation::all().filter(|o| o.spec().profile == Profile::Native).map(|o| (o.name(), o)).collect()
+        });
+    NATIVE.get(name).copied()
+}
 
 impl Seam for LocalSeam<'_> {
     type Error = CallError;
@@ -23,8 +32,7 @@ impl Seam for LocalSeam<'_> {
         Req: Serialize + Send,
         Res: DeserializeOwned,
     {
-        let native = Operation::all()
-            .find(|o| o.spec().profile == Profile::Native && o.name() == op.name)
+        let native = native_named(op.name)
             .ok_or_else(|| CallError::Encode(format!("no native operation is named `{}`", op.name)))?;
         let Runner::Engine(run) = native.spec().runner() else {
             return Err(CallError::Encode(format!("`{}` is not a native operation", op.name)));
@@ -71,13 +79,4 @@ pub(crate) fn reply(answered: Answered<CallError>) -> Result<Reply, CallError> {
         Err(Failure::Encode(message)) => Err(CallError::Encode(message)),
         Err(Failure::Seam(error)) => Err(error),
     }
-}
-
-/// Arguments as the tool's type, or why not, for an adapter that answers malformed calls
-/// itself.
-pub(crate) fn parsed<T: DeserializeOwned>(args: serde_json::Value) -> Result<T, String> {
-    parse(args).map_err(|error| match error {
-        CallError::Arguments(message) => message,
-        other => format!("{other:?}"),
-    })
 }

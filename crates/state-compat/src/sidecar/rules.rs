@@ -1,7 +1,8 @@
 //! The rules of that server ours lack, stated with the core's planners: it issued no lease or
 //! claim tokens, so a holder is known by its id alone; its claims had no lease; and any
-//! caller could record a step, a re-sent step replacing the output. The engine applies these
-//! as it applies any plan (`Engine::apply`).
+//! caller could record a step, a re-sent step replacing the output. Each wraps the native
+//! request of the same shape (checked by that request's own validation, token left at 0) and
+//! the engine applies it as it applies any plan (`Engine::apply`).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -13,13 +14,30 @@ use state_core::plan::{Plan, Rule, WriteContext};
 use state_core::workflow::{self, Caller, ClaimArgs, StepRule};
 use state_core::{InvalidInput, Limits, StateView};
 
+/// Each rule's idempotency kind, and its id: the wrapped request's.
+macro_rules! retried_as {
+    ($($rule:ty => $kind:literal),* $(,)?) => {
+        $(impl Mutating for $rule {
+            const KIND: &'static str = $kind;
+            fn request_id(&self) -> Option<&str> {
+                self.request.request_id.as_deref()
+            }
+        })*
+    };
+}
+
+retried_as!(
+    RenewByHolder => "sidecar/lease_renew",
+    ReleaseByHolder => "sidecar/lease_release",
+    ClaimWithoutLease => "sidecar/workflow_claim",
+    RecordStep => "sidecar/workflow_checkpoint",
+);
+
 /// Renews a lease its holder id holds, whatever token it was granted under.
 #[derive(Debug, Serialize)]
 pub struct RenewByHolder {
-    resource_id: String,
-    holder_id: String,
+    request: RenewRequest,
     ttl_millis: u64,
-    request_id: Option<String>,
 }
 
 impl RenewByHolder {
@@ -31,16 +49,7 @@ impl RenewByHolder {
     ) -> Result<RenewByHolder, InvalidInput> {
         let request = RenewRequest { resource_id, holder_id, token: 0, ttl_seconds, request_id };
         let ttl_millis = request.validate()?;
-        let RenewRequest { resource_id, holder_id, request_id, .. } = request;
-        Ok(RenewByHolder { resource_id, holder_id, ttl_millis, request_id })
-    }
-}
-
-impl Mutating for RenewByHolder {
-    const KIND: &'static str = "sidecar/lease_renew";
-
-    fn request_id(&self) -> Option<&str> {
-        self.request_id.as_deref()
+        Ok(RenewByHolder { request, ttl_millis })
     }
 }
 
@@ -52,30 +61,20 @@ impl Rule for RenewByHolder {
     }
 
     fn plan<V: StateView + ?Sized>(&self, view: &V, ctx: &WriteContext) -> Result<Plan<HoldResult>, V::Error> {
-        let holder = Holder { holder_id: &self.holder_id, token: None };
-        lease::plan_renew(view, &self.resource_id, holder, Some(self.ttl_millis), ctx)
+        let holder = Holder { holder_id: &self.request.holder_id, token: None };
+        lease::plan_renew(view, &self.request.resource_id, holder, Some(self.ttl_millis), ctx)
     }
 }
 
 /// Releases a lease its holder id holds, whatever token it was granted under.
 #[derive(Debug, Serialize)]
 pub struct ReleaseByHolder {
-    resource_id: String,
-    holder_id: String,
-    request_id: Option<String>,
+    request: ReleaseRequest,
 }
 
 impl ReleaseByHolder {
     pub fn new(resource_id: String, holder_id: String, request_id: Option<String>) -> ReleaseByHolder {
-        ReleaseByHolder { resource_id, holder_id, request_id }
-    }
-}
-
-impl Mutating for ReleaseByHolder {
-    const KIND: &'static str = "sidecar/lease_release";
-
-    fn request_id(&self) -> Option<&str> {
-        self.request_id.as_deref()
+        ReleaseByHolder { request: ReleaseRequest { resource_id, holder_id, token: 0, request_id } }
     }
 }
 
@@ -83,40 +82,33 @@ impl Rule for ReleaseByHolder {
     type Output = HoldResult;
 
     fn admit(&self, _: &Limits) -> Result<Option<Once>, InvalidInput> {
-        let request = ReleaseRequest {
-            resource_id: self.resource_id.clone(),
-            holder_id: self.holder_id.clone(),
-            token: 0,
-            request_id: None,
-        };
-        request.validate()?;
+        self.request.validate()?;
         Once::of(self)
     }
 
     fn plan<V: StateView + ?Sized>(&self, view: &V, ctx: &WriteContext) -> Result<Plan<HoldResult>, V::Error> {
-        lease::plan_release(view, &self.resource_id, Holder { holder_id: &self.holder_id, token: None }, ctx)
+        let holder = Holder { holder_id: &self.request.holder_id, token: None };
+        lease::plan_release(view, &self.request.resource_id, holder, ctx)
     }
 }
 
 /// Claims one run with a claim that never lapses.
 #[derive(Debug, Serialize)]
 pub struct ClaimWithoutLease {
-    run_id: String,
-    agent_id: String,
-    request_id: Option<String>,
+    request: ClaimRequest,
 }
 
 impl ClaimWithoutLease {
     pub fn new(run_id: String, agent_id: String, request_id: Option<String>) -> ClaimWithoutLease {
-        ClaimWithoutLease { run_id, agent_id, request_id }
-    }
-}
-
-impl Mutating for ClaimWithoutLease {
-    const KIND: &'static str = "sidecar/workflow_claim";
-
-    fn request_id(&self) -> Option<&str> {
-        self.request_id.as_deref()
+        let request = ClaimRequest {
+            agent_id,
+            lease_ttl_seconds: None,
+            run_id: Some(run_id),
+            tags: Default::default(),
+            name: None,
+            request_id,
+        };
+        ClaimWithoutLease { request }
     }
 }
 
@@ -124,26 +116,17 @@ impl Rule for ClaimWithoutLease {
     type Output = ClaimResult;
 
     fn admit(&self, _: &Limits) -> Result<Option<Once>, InvalidInput> {
-        let request = ClaimRequest {
-            agent_id: self.agent_id.clone(),
-            lease_ttl_seconds: None,
-            run_id: Some(self.run_id.clone()),
-            tags: Default::default(),
-            name: None,
-            request_id: None,
-        };
-        request.validate()?;
+        self.request.validate()?;
         Once::of(self)
     }
 
     fn plan<V: StateView + ?Sized>(&self, view: &V, ctx: &WriteContext) -> Result<Plan<ClaimResult>, V::Error> {
-        let no_tags = Default::default();
         let args = ClaimArgs {
-            agent_id: &self.agent_id,
+            agent_id: &self.request.agent_id,
             ttl_millis: None,
-            run_id: Some(&self.run_id),
+            run_id: self.request.run_id.as_deref(),
             name: None,
-            tags: &no_tags,
+            tags: &self.request.tags,
         };
         workflow::plan_claim(view, args, ctx)
     }
@@ -152,23 +135,12 @@ impl Rule for ClaimWithoutLease {
 /// Records a step from anyone, replacing a re-sent step's output.
 #[derive(Debug, Serialize)]
 pub struct RecordStep {
-    run_id: String,
-    step: u64,
-    output: Value,
-    request_id: Option<String>,
+    request: CheckpointRequest,
 }
 
 impl RecordStep {
     pub fn new(run_id: String, step: u64, output: Value, request_id: Option<String>) -> RecordStep {
-        RecordStep { run_id, step, output, request_id }
-    }
-}
-
-impl Mutating for RecordStep {
-    const KIND: &'static str = "sidecar/workflow_checkpoint";
-
-    fn request_id(&self) -> Option<&str> {
-        self.request_id.as_deref()
+        RecordStep { request: CheckpointRequest { run_id, agent_id: "-".into(), token: 0, step, output, request_id } }
     }
 }
 
@@ -176,20 +148,13 @@ impl Rule for RecordStep {
     type Output = CheckpointResult;
 
     fn admit(&self, limits: &Limits) -> Result<Option<Once>, InvalidInput> {
-        let request = CheckpointRequest {
-            run_id: self.run_id.clone(),
-            agent_id: "-".into(),
-            token: 0,
-            step: self.step,
-            output: self.output.clone(),
-            request_id: None,
-        };
-        request.validate(limits)?;
+        self.request.validate(limits)?;
         Once::of(self)
     }
 
     fn plan<V: StateView + ?Sized>(&self, view: &V, ctx: &WriteContext) -> Result<Plan<CheckpointResult>, V::Error> {
         let anyone = Caller { agent_id: None, token: None };
-        workflow::plan_checkpoint(view, &self.run_id, anyone, self.step, &self.output, StepRule::Overwrite, ctx)
+        let CheckpointRequest { run_id, step, output, .. } = &self.request;
+        workflow::plan_checkpoint(view, run_id, anyone, *step, output, StepRule::Overwrite, ctx)
     }
 }

@@ -212,10 +212,15 @@ impl RedbBackend {
     /// Before a write transaction begins, since the checkpoint is a write transaction itself.
     fn mend_log(&self) -> Result<(), StorageError> {
         let Some(log) = &self.log else { return Ok(()) };
+        let damaged = |slot: &Option<Wal>| slot.as_ref().is_some_and(Wal::is_damaged);
+        let lock = || log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()));
+        if !damaged(&*lock()?) {
+            return Ok(());
+        }
         // A database handle that failed is reopened first (replaying the log, which starts it
         // over): a checkpoint on the failed handle could never succeed.
         drop(self.database()?);
-        let mut slot = log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()))?;
+        let mut slot = lock()?;
         match slot.as_mut() {
             Some(wal) if wal.is_damaged() => self.checkpoint(wal),
             _ => Ok(()),
