@@ -5,7 +5,9 @@
 //! compare: the machines this runs on are shared and noisy.
 
 mod http;
+mod floor;
 mod knowledge;
+mod lone;
 mod replicas;
 mod tui;
 mod watch;
@@ -56,10 +58,16 @@ struct Args {
     /// Only run sections whose name contains this (engine, knowledge, mcp, http, stalled, replicas, tui)
     #[arg(long)]
     only: Option<String>,
+    /// Internal: echo on this Unix socket (the other end of the round-trip floor)
+    #[arg(long, hide = true)]
+    echo_socket: Option<PathBuf>,
 }
 
 fn main() -> Result<()> {
     let args = Args::parse();
+    if let Some(path) = &args.echo_socket {
+        return floor::echo(path);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let wants = |section: &str| args.only.as_deref().is_none_or(|o| section.contains(o));
     let duration = Duration::from_secs_f64(args.seconds);
@@ -185,46 +193,7 @@ async fn engine_writes(writers: &[usize], duration: Duration) -> Result<()> {
         }
     }
     println!();
-    lone_put_bytes().await?;
-    Ok(())
-}
-
-/// Bytes this process causes to be written per lone durable put (one writer, one at a time),
-/// as the kernel counts them when pages are dirtied (`/proc/self/io`, `write_bytes`), and the
-/// syncs each takes.
-async fn lone_put_bytes() -> Result<()> {
-    let dir = tempfile_dir::Dir::new()?;
-    let engine = open_engine(&dir)?;
-    // Past the file's first growth, so what is measured is steady state.
-    for i in 0..2000u64 {
-        engine.set(SetRequest::new(format!("warm/{i}"), value_256())).await?;
-    }
-    let written = || -> Result<u64> {
-        let io = std::fs::read_to_string("/proc/self/io")?;
-        io.lines()
-            .find_map(|l| l.strip_prefix("write_bytes: "))
-            .and_then(|n| n.trim().parse().ok())
-            .context("no write_bytes in /proc/self/io")
-    };
-    let puts = 1000u64;
-    let before = written()?;
-    let started = Instant::now();
-    for i in 0..puts {
-        engine.set(SetRequest::new(format!("lone/{i}"), value_256())).await?;
-    }
-    let elapsed = started.elapsed();
-    let bytes = written()? - before;
-    println!(
-        "## Engine: one durable 256-byte put at a time
-"
-    );
-    println!(
-        "{puts} puts, one after another: {:.0} puts/s, {:.0} bytes written per put (kernel's count of dirtied pages, \
-         this process), target ≤ 4,096\n",
-        puts as f64 / elapsed.as_secs_f64(),
-        bytes as f64 / puts as f64
-    );
-    engine.close().await;
+    lone::lone_puts().await?;
     Ok(())
 }
 
@@ -621,6 +590,14 @@ fn mcp_round_trips(server: &Path, calls: usize) -> Result<()> {
     for (tool, ratio) in ratios {
         println!("- `{tool}` joined / in-process round trip: {ratio:.2}×");
     }
+    let hop = floor::socket_round_trip(u32::try_from(calls.max(1000))?)?;
+    println!(
+        "- floor of the hop, same run: a bare Unix-socket round trip of {} bytes between two processes \
+         (blocking reads, no parsing) costs {:.1} µs of CPU, both sides together ({:.0} round trips/s)",
+        floor::MESSAGE_BYTES,
+        hop.cpu.as_secs_f64() * 1e6,
+        hop.per_second
+    );
     println!();
     for mut side in sides {
         side.client.shutdown()?;
