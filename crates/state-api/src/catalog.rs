@@ -35,6 +35,10 @@ use state_core::ops::lease::{
     AcquireRequest, AcquireResult, HoldResult, LeaseGetRequest, LeaseGetResult, LeaseListRequest, LeaseListResult,
     ReleaseRequest, RenewRequest,
 };
+use state_core::ops::semaphore::{
+    PermitResult, SemaphoreAcquireRequest, SemaphoreAcquireResult, SemaphoreGetRequest, SemaphoreGetResult,
+    SemaphoreReleaseRequest, SemaphoreRenewRequest,
+};
 use state_core::ops::session::{
     SessionListRequest, SessionListResult, SessionRestoreRequest, SessionRestoreResult, SessionSaveRequest,
     SessionSaveResult,
@@ -72,6 +76,10 @@ pub enum Operation {
     LeaseRelease,
     LeaseGet,
     LeaseList,
+    SemaphoreAcquire,
+    SemaphoreRenew,
+    SemaphoreRelease,
+    SemaphoreGet,
     WorkflowCreate,
     WorkflowClaim,
     WorkflowCheckpoint,
@@ -188,6 +196,8 @@ impl Profile {
 pub enum ToolGroup {
     Kv,
     Lease,
+    /// Permits shared by up to N holders (opt-in).
+    Semaphore,
     Workflow,
     Session,
     Admin,
@@ -205,9 +215,10 @@ impl ToolGroup {
     pub const DEFAULT: [ToolGroup; 6] =
         [ToolGroup::Kv, ToolGroup::Lease, ToolGroup::Workflow, ToolGroup::Session, ToolGroup::Admin, ToolGroup::Watch];
 
-    pub const ALL: [ToolGroup; 9] = [
+    pub const ALL: [ToolGroup; 10] = [
         ToolGroup::Kv,
         ToolGroup::Lease,
+        ToolGroup::Semaphore,
         ToolGroup::Workflow,
         ToolGroup::Session,
         ToolGroup::Admin,
@@ -225,6 +236,7 @@ impl ToolGroup {
         match self {
             ToolGroup::Kv => "kv",
             ToolGroup::Lease => "lease",
+            ToolGroup::Semaphore => "semaphore",
             ToolGroup::Workflow => "workflow",
             ToolGroup::Session => "session",
             ToolGroup::Admin => "admin",
@@ -240,6 +252,7 @@ impl ToolGroup {
         match self {
             ToolGroup::Kv => "keys: get, set, delete, list, batch get, transactions, history",
             ToolGroup::Lease => "exclusive leases with fencing tokens",
+            ToolGroup::Semaphore => "permits shared by up to N holders, fenced, with a bounded wait",
             ToolGroup::Workflow => "runs that workers claim, checkpoint, resume and finish",
             ToolGroup::Session => "versioned context snapshots",
             ToolGroup::Admin => "store health, wipe",
@@ -638,7 +651,7 @@ macro_rules! structured {
     };
 }
 
-static SPECS: [OperationSpec; 76] = [
+static SPECS: [OperationSpec; 80] = [
     native!(
         StateGet,
         "state_get",
@@ -794,6 +807,58 @@ static SPECS: [OperationSpec; 76] = [
         rest: rest(Get, "/v1/leases", RestBody::None, Plain),
         cli: Cli::Command("lease ls"),
         "Leases currently held, by resource prefix, a page at a time."
+    ),
+    native!(
+        SemaphoreAcquire,
+        "semaphore_acquire",
+        "Acquire a semaphore permit",
+        Semaphore,
+        Write,
+        SemaphoreAcquireRequest => SemaphoreAcquireResult,
+        engine: semaphore_acquire,
+        needs: |r| vec![Need::Id(r.name.clone(), Write)],
+        rest: rest(Post, "/v1/semaphores:acquire", RestBody::Args, Plain),
+        cli: Cli::Command("semaphore acquire"),
+        "Take one of `capacity` permits of a named resource for ttl_seconds, waiting up to wait_seconds when all are held; a refusal lists the holders. A grant returns a fencing token; acquiring again renews yours."
+    ),
+    native!(
+        SemaphoreRenew,
+        "semaphore_renew",
+        "Renew a semaphore permit",
+        Semaphore,
+        Write,
+        SemaphoreRenewRequest => PermitResult,
+        engine: semaphore_renew,
+        needs: |r| vec![Need::Id(r.name.clone(), Write)],
+        rest: rest(Post, "/v1/semaphores:renew", RestBody::Args, Plain),
+        cli: Cli::Command("semaphore renew"),
+        "Extend a permit you hold (holder_id and token) to ttl_seconds from now."
+    ),
+    native!(
+        SemaphoreRelease,
+        "semaphore_release",
+        "Release a semaphore permit",
+        Semaphore,
+        IdempotentWrite,
+        SemaphoreReleaseRequest => PermitResult,
+        engine: semaphore_release,
+        needs: |r| vec![Need::Id(r.name.clone(), Write)],
+        rest: rest(Post, "/v1/semaphores:release", RestBody::Args, Plain),
+        cli: Cli::Command("semaphore release"),
+        "Give back a permit you hold (holder_id and token), freeing it at once."
+    ),
+    native!(
+        SemaphoreGet,
+        "semaphore_get",
+        "Who holds a semaphore",
+        Semaphore,
+        ReadOnly,
+        SemaphoreGetRequest => SemaphoreGetResult,
+        engine: semaphore_get,
+        needs: |r| vec![Need::Id(r.name.clone(), Read)],
+        rest: rest(Get, "/v1/semaphores/{*name}", RestBody::None, Plain),
+        cli: Cli::Command("semaphore get"),
+        "A semaphore's capacity, free permits, and each holder with its expiry."
     ),
     native!(
         WorkflowCreate,

@@ -13,6 +13,7 @@ use state_core::ops::knowledge::{
 };
 use state_core::ops::kv::{BatchGetResult, DeleteResult, GetResult, ListResult, SetResult};
 use state_core::ops::lease::{AcquireResult, AcquireStatus, HoldResult, HoldStatus, LeaseGetResult, LeaseListResult};
+use state_core::ops::semaphore::{PermitResult, PermitStatus, SemaphoreAcquireResult, SemaphoreGetResult, SemaphoreStatus};
 use state_core::ops::session::{SessionListResult, SessionRestoreResult, SessionSaveResult};
 use state_core::ops::transfer::{ExportResult, ImportResult};
 use state_core::ops::txn::{TxnResult, TxnStatus};
@@ -48,6 +49,7 @@ always_ok!(
     HistoryResult,
     LeaseGetResult,
     LeaseListResult,
+    SemaphoreGetResult,
     CreateRunResult,
     ListRunsResult,
     SessionSaveResult,
@@ -180,6 +182,24 @@ impl Classify for HoldResult {
         match self.status {
             HoldStatus::Ok => Outcome::Ok,
             HoldStatus::Lost => Outcome::Fenced,
+        }
+    }
+}
+
+impl Classify for SemaphoreAcquireResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            SemaphoreStatus::Acquired => Outcome::Ok,
+            SemaphoreStatus::Full | SemaphoreStatus::CapacityMismatch => Outcome::Conflict,
+        }
+    }
+}
+
+impl Classify for PermitResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            PermitStatus::Ok => Outcome::Ok,
+            PermitStatus::Lost => Outcome::Fenced,
         }
     }
 }

@@ -208,6 +208,8 @@ pub enum GroupArg {
     Kv,
     /// Leases with fencing tokens.
     Lease,
+    /// Semaphores: permits shared by up to N holders, each fenced.
+    Semaphore,
     /// Workflow runs: create, claim, checkpoint, resume, finish.
     Workflow,
     /// Versioned session snapshots.

@@ -74,9 +74,13 @@ pub(crate) fn unsettled(op: Operation, request_id: Option<&str>, sent: bool, why
 /// How long `op` itself may wait before answering: a long poll's own timeout.
 pub(crate) fn own_wait(op: Operation, args: &Value) -> Duration {
     use state_core::ops::watch::{DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS};
-    if op != Operation::StateWatch {
+    let seconds = match op {
+        Operation::StateWatch => args.get("timeout_seconds").and_then(Value::as_f64).unwrap_or(DEFAULT_WAIT_SECONDS),
+        Operation::SemaphoreAcquire => args.get("wait_seconds").and_then(Value::as_f64).unwrap_or(0.0),
+        _ => return Duration::ZERO,
+    };
+    if !seconds.is_finite() {
         return Duration::ZERO;
     }
-    let seconds = args.get("timeout_seconds").and_then(Value::as_f64).unwrap_or(DEFAULT_WAIT_SECONDS);
     Duration::from_secs_f64(seconds.clamp(0.0, MAX_WAIT_SECONDS))
 }

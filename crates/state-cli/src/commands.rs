@@ -19,6 +19,9 @@ use state_core::ops::knowledge::{
 };
 use state_core::ops::kv::{DeleteRequest, GetRequest, ListRequest, SetRequest};
 use state_core::ops::lease::{AcquireRequest, LeaseGetRequest, LeaseListRequest, ReleaseRequest, RenewRequest};
+use state_core::ops::semaphore::{
+    SemaphoreAcquireRequest, SemaphoreGetRequest, SemaphoreReleaseRequest, SemaphoreRenewRequest,
+};
 use state_core::ops::session::{SessionListRequest, SessionRestoreRequest, SessionSaveRequest};
 use state_core::ops::txn::TxnRequest;
 use state_core::ops::workflow::{
@@ -139,6 +142,9 @@ pub(crate) enum Command {
     /// Leases with fencing tokens
     #[command(subcommand)]
     Lease(LeaseCommand),
+    /// Semaphores: up to N holders at once, each permit fenced
+    #[command(subcommand)]
+    Semaphore(SemaphoreCommand),
     /// Workflow runs
     #[command(subcommand)]
     Workflow(WorkflowCommand),
@@ -209,6 +215,47 @@ pub(crate) enum LeaseCommand {
         #[arg(default_value = "")]
         prefix: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SemaphoreCommand {
+    /// Take one of a semaphore's permits, waiting up to --wait; when all are held, lists the
+    /// holders (exit 4)
+    Acquire {
+        name: String,
+        #[arg(long)]
+        holder: String,
+        /// How many holders at once; every holder must give the same number
+        #[arg(long)]
+        capacity: u32,
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        ttl: std::time::Duration,
+        /// Wait this long for a permit when all are held (at most 55s)
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        wait: Option<std::time::Duration>,
+    },
+    /// Extend a permit you hold
+    Renew {
+        name: String,
+        #[arg(long)]
+        holder: String,
+        /// The fencing token the grant returned
+        #[arg(long, value_name = "N")]
+        fencing_token: u64,
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        ttl: std::time::Duration,
+    },
+    /// Give back a permit you hold
+    Release {
+        name: String,
+        #[arg(long)]
+        holder: String,
+        /// The fencing token the grant returned
+        #[arg(long, value_name = "N")]
+        fencing_token: u64,
+    },
+    /// A semaphore's capacity, free permits and holders
+    Get { name: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -555,6 +602,39 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
             LeaseCommand::Ls { prefix } => {
                 typed(Op::LeaseList, LeaseListRequest { prefix: prefix.clone(), ..LeaseListRequest::default() })
             }
+        },
+        Command::Semaphore(semaphore) => match semaphore {
+            SemaphoreCommand::Acquire { name, holder, capacity, ttl, wait } => {
+                let request = SemaphoreAcquireRequest {
+                    name: name.clone(),
+                    holder_id: holder.clone(),
+                    capacity: *capacity,
+                    ttl_seconds: ttl.as_secs_f64(),
+                    wait_seconds: wait.map(|w| w.as_secs_f64()),
+                    request_id: None,
+                };
+                typed(Op::SemaphoreAcquire, request)
+            }
+            SemaphoreCommand::Renew { name, holder, fencing_token, ttl } => {
+                let request = SemaphoreRenewRequest {
+                    name: name.clone(),
+                    holder_id: holder.clone(),
+                    token: *fencing_token,
+                    ttl_seconds: ttl.as_secs_f64(),
+                    request_id: None,
+                };
+                typed(Op::SemaphoreRenew, request)
+            }
+            SemaphoreCommand::Release { name, holder, fencing_token } => {
+                let request = SemaphoreReleaseRequest {
+                    name: name.clone(),
+                    holder_id: holder.clone(),
+                    token: *fencing_token,
+                    request_id: None,
+                };
+                typed(Op::SemaphoreRelease, request)
+            }
+            SemaphoreCommand::Get { name } => typed(Op::SemaphoreGet, SemaphoreGetRequest { name: name.clone() }),
         },
         Command::Workflow(workflow) => match workflow {
             WorkflowCommand::Create { name, input, tags: t, max_attempts } => {

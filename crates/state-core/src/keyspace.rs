@@ -28,6 +28,9 @@ pub enum Space {
     Kv,
     /// A lease on a resource (entry TTL = lease expiry).
     Lease,
+    /// One permit of a semaphore: a lease on one of its slots, under the semaphore's name
+    /// and the holder's id (entry TTL = the permit's expiry).
+    Permit,
     /// The claim on a workflow run: a lease whose expiry returns the run to the queue.
     Claim,
     /// A workflow run record.
@@ -76,8 +79,9 @@ impl Corpus {
     }
 }
 
-const TAGS: [(Space, char); 16] = [
+const TAGS: [(Space, char); 17] = [
     (Space::Lease, 'L'),
+    (Space::Permit, 'M'),
     (Space::Claim, 'C'),
     (Space::Run, 'R'),
     (Space::Step, 'S'),
@@ -113,6 +117,20 @@ pub fn key(space: Space, id: &str) -> String {
 
 pub fn lease_key(resource: &str) -> String {
     key(Space::Lease, resource)
+}
+
+/// Every permit of the semaphore `name`, and nothing of another semaphore.
+pub fn permit_prefix(name: &str) -> String {
+    format!("{}{name}{SEP}", prefix(Space::Permit))
+}
+
+pub fn permit_key(name: &str, holder: &str) -> String {
+    format!("{}{holder}", permit_prefix(name))
+}
+
+/// The holder a permit key names (after the semaphore's name and the separator).
+pub fn permit_holder(raw: &str) -> Option<&str> {
+    raw.strip_prefix(&prefix(Space::Permit))?.split_once(SEP).map(|(_, holder)| holder)
 }
 
 pub fn claim_key(run_id: &str) -> String {

@@ -20,6 +20,7 @@ pub mod limits;
 pub mod occ;
 pub mod ops;
 pub mod plan;
+pub mod semaphore;
 pub mod session;
 #[cfg(test)]
 mod testing;

@@ -40,6 +40,7 @@ impl KeyFilter {
 pub enum HistoryKind {
     Kv,
     Lease,
+    Semaphore,
     Workflow,
     Session,
     Store,
@@ -52,6 +53,7 @@ impl HistoryKind {
         match space {
             Space::Kv => HistoryKind::Kv,
             Space::Lease => HistoryKind::Lease,
+            Space::Permit => HistoryKind::Semaphore,
             Space::Claim | Space::Run | Space::Step | Space::Queue => HistoryKind::Workflow,
             Space::Session | Space::SessionVersion => HistoryKind::Session,
             Space::Checkpoint | Space::CheckpointSession | Space::CheckpointLatest => HistoryKind::Checkpoint,
@@ -67,6 +69,7 @@ impl HistoryKind {
         match self {
             HistoryKind::Kv => Space::Kv,
             HistoryKind::Lease => Space::Lease,
+            HistoryKind::Semaphore => Space::Permit,
             HistoryKind::Workflow => Space::Run,
             HistoryKind::Session => Space::Session,
             HistoryKind::Store => Space::Store,
@@ -80,7 +83,7 @@ impl HistoryKind {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryRequest {
-    /// Only this kind of record (kv, lease, workflow, session, store, checkpoint, knowledge). With `key` or `prefix`
+    /// Only this kind of record (kv, lease, semaphore, workflow, session, store, checkpoint, knowledge). With `key` or `prefix`
     /// and no kind, kv is meant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<HistoryKind>,
@@ -134,6 +137,8 @@ impl HistoryRequest {
         }
         let space = kind.space();
         match (&self.key, &self.prefix) {
+            // A semaphore's events are its permits', one key per holder.
+            (Some(name), _) if kind == HistoryKind::Semaphore => KeyFilter::Prefix(keyspace::permit_prefix(name)),
             (Some(key), _) => KeyFilter::Exact(keyspace::key(space, key)),
             (None, Some(prefix)) if !(prefix.is_empty() && space == Space::Kv) => {
                 KeyFilter::Prefix(keyspace::key(space, prefix))

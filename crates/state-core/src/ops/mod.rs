@@ -10,6 +10,7 @@ pub mod knowledge;
 pub mod kv;
 pub mod lease;
 pub mod once;
+pub mod semaphore;
 pub mod session;
 pub mod transfer;
 pub mod txn;
@@ -26,6 +27,9 @@ once::mutating!(
     lease::AcquireRequest => "lease_acquire",
     lease::RenewRequest => "lease_renew",
     lease::ReleaseRequest => "lease_release",
+    semaphore::SemaphoreAcquireRequest => "semaphore_acquire",
+    semaphore::SemaphoreRenewRequest => "semaphore_renew",
+    semaphore::SemaphoreReleaseRequest => "semaphore_release",
     workflow::CreateRunRequest => "workflow_create",
     workflow::ClaimRequest => "workflow_claim",
     workflow::CheckpointRequest => "workflow_checkpoint",

@@ -14,6 +14,7 @@ mod knowledge;
 mod kv;
 mod protocol;
 mod readme;
+mod semaphore;
 mod sdk;
 mod shared;
 mod sidecar;

@@ -5,7 +5,7 @@ use state_e2e::ProtocolEra;
 
 use crate::TestServer;
 
-const NATIVE_TOOLS: [&str; 39] = [
+const NATIVE_TOOLS: [&str; 43] = [
     "state_get",
     "state_set",
     "state_delete",
@@ -18,6 +18,10 @@ const NATIVE_TOOLS: [&str; 39] = [
     "lease_release",
     "lease_get",
     "lease_list",
+    "semaphore_acquire",
+    "semaphore_renew",
+    "semaphore_release",
+    "semaphore_get",
     "workflow_create",
     "workflow_claim",
     "workflow_checkpoint",
@@ -47,13 +51,14 @@ const NATIVE_TOOLS: [&str; 39] = [
     "store_import",
 ];
 
-const READ_ONLY: [&str; 20] = [
+const READ_ONLY: [&str; 21] = [
     "state_get",
     "state_list",
     "state_batch_get",
     "history_log",
     "lease_get",
     "lease_list",
+    "semaphore_get",
     "workflow_resume",
     "workflow_status",
     "workflow_list",
@@ -70,9 +75,10 @@ const READ_ONLY: [&str; 20] = [
     "store_export",
 ];
 
-const IDEMPOTENT: [&str; 7] = [
+const IDEMPOTENT: [&str; 8] = [
     "state_delete",
     "lease_release",
+    "semaphore_release",
     "workflow_checkpoint",
     "workflow_complete",
     "workflow_cancel",

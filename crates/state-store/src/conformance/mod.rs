@@ -148,6 +148,7 @@ macro_rules! conformance_suite {
             bad_input_changes_nothing,
             health_reports_the_store,
             leases_and_fenced_writes,
+            semaphores_grant_up_to_their_capacity,
             workflow_lifecycle,
             sessions_keep_every_version,
             reset_wipes_but_revisions_continue,

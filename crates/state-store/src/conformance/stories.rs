@@ -379,6 +379,77 @@ pub async fn leases_and_fenced_writes(backend: &dyn BackendFactory) {
     assert!(lease_history.events.iter().all(|e| e.kind == state_core::ops::history::HistoryKind::Lease));
 }
 
+pub async fn semaphores_grant_up_to_their_capacity(backend: &dyn BackendFactory) {
+    use state_core::ops::semaphore::{
+        PermitStatus, SemaphoreAcquireRequest, SemaphoreGetRequest, SemaphoreReleaseRequest, SemaphoreRenewRequest,
+        SemaphoreStatus,
+    };
+    let s = Store::new(backend);
+    let acquire = |holder: &str, wait_seconds: Option<f64>| SemaphoreAcquireRequest {
+        name: "build".into(),
+        holder_id: holder.into(),
+        capacity: 2,
+        ttl_seconds: 2.0,
+        wait_seconds,
+        request_id: None,
+    };
+    let a = s.engine.semaphore_acquire(acquire("a", None)).await.unwrap();
+    let b = s.engine.semaphore_acquire(acquire("b", None)).await.unwrap();
+    assert_eq!((a.status, b.status), (SemaphoreStatus::Acquired, SemaphoreStatus::Acquired));
+    let (a_token, b_token) = (a.token.unwrap(), b.token.unwrap());
+    assert!(b_token > a_token, "every grant a larger token");
+    let full = s.engine.semaphore_acquire(acquire("c", None)).await.unwrap();
+    assert_eq!(full.status, SemaphoreStatus::Full);
+    let names: Vec<_> = full.holders.iter().map(|h| h.holder.as_str()).collect();
+    assert_eq!(names, ["a", "b"], "a refusal names the holders");
+
+    // A waiting acquire is granted the permit b gives back, without polling for it.
+    let waiter = {
+        let engine = s.engine.clone();
+        let request = acquire("c", Some(30.0));
+        tokio::spawn(async move { engine.semaphore_acquire(request).await })
+    };
+    tokio::task::yield_now().await;
+    let release = SemaphoreReleaseRequest { name: "build".into(), holder_id: "b".into(), token: b_token, request_id: None };
+    assert_eq!(s.engine.semaphore_release(release.clone()).await.unwrap().status, PermitStatus::Ok);
+    let c = tokio::time::timeout(std::time::Duration::from_secs(20), waiter).await.unwrap().unwrap().unwrap();
+    assert_eq!(c.status, SemaphoreStatus::Acquired, "the waiter got b's permit");
+    assert!(c.token.unwrap() > b_token);
+    assert_eq!(s.engine.semaphore_release(release).await.unwrap().status, PermitStatus::Lost, "released twice");
+
+    // Permits expire on the store's clock unless renewed; the sweeper records it.
+    s.clock.advance_millis(1_500);
+    let renew = SemaphoreRenewRequest {
+        name: "build".into(),
+        holder_id: "a".into(),
+        token: a_token,
+        ttl_seconds: 2.0,
+        request_id: None,
+    };
+    assert_eq!(s.engine.semaphore_renew(renew).await.unwrap().status, PermitStatus::Ok);
+    s.clock.advance_millis(1_000);
+    assert_eq!(s.engine.expire_due(10).await.unwrap(), 1, "c's permit expired, a's was renewed");
+    let now = s.engine.semaphore_get(SemaphoreGetRequest { name: "build".into() }).await.unwrap();
+    assert_eq!((now.capacity, now.available, now.holders.len()), (Some(2), Some(1), 1));
+    assert_eq!(now.holders[0].holder, "a");
+
+    let mismatch = s.engine.semaphore_acquire(SemaphoreAcquireRequest { capacity: 5, ..acquire("d", None) }).await.unwrap();
+    assert_eq!((mismatch.status, mismatch.capacity), (SemaphoreStatus::CapacityMismatch, 2));
+
+    let history = s
+        .engine
+        .history(HistoryRequest {
+            kind: Some(state_core::ops::history::HistoryKind::Semaphore),
+            key: Some("build".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    use HistoryOp::*;
+    let ops: Vec<_> = history.events.iter().map(|e| e.op).collect();
+    assert_eq!(ops, vec![Grant, Grant, Release, Grant, Renew, Expire]);
+}
+
 pub async fn workflow_lifecycle(backend: &dyn BackendFactory) {
     use state_core::ops::workflow::*;
     let s = Store::new(backend);
