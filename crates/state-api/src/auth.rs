@@ -317,8 +317,16 @@ pub(crate) fn watch_needs(request: &WatchRequest) -> Vec<Need> {
 }
 
 pub(crate) fn history_needs(kind: Option<HistoryKind>, key: Option<String>, prefix: Option<String>) -> Vec<Need> {
-    let by_id =
-        matches!(kind, None | Some(HistoryKind::Kv | HistoryKind::Lease | HistoryKind::Semaphore | HistoryKind::Session));
+    let by_id = matches!(
+        kind,
+        None | Some(
+            HistoryKind::Kv
+                | HistoryKind::Lease
+                | HistoryKind::Semaphore
+                | HistoryKind::Reservation
+                | HistoryKind::Session
+        )
+    );
     match (key, prefix) {
         (Some(key), _) if by_id => vec![Need::Id(key, Right::Read)],
         (Some(run_id), _) if kind == Some(HistoryKind::Workflow) => vec![Need::Run(run_id, Right::Read)],

@@ -35,6 +35,10 @@ use state_core::ops::lease::{
     AcquireRequest, AcquireResult, HoldResult, LeaseGetRequest, LeaseGetResult, LeaseListRequest, LeaseListResult,
     ReleaseRequest, RenewRequest,
 };
+use state_core::ops::reservation::{
+    PathCheckRequest, PathCheckResult, ReservationListRequest, ReservationListResult, ReservationReleaseRequest,
+    ReservationRenewRequest, ReservationResult, ReserveRequest, ReserveResult,
+};
 use state_core::ops::semaphore::{
     PermitResult, SemaphoreAcquireRequest, SemaphoreAcquireResult, SemaphoreGetRequest, SemaphoreGetResult,
     SemaphoreReleaseRequest, SemaphoreRenewRequest,
@@ -80,6 +84,11 @@ pub enum Operation {
     SemaphoreRenew,
     SemaphoreRelease,
     SemaphoreGet,
+    PathsReserve,
+    PathsRenew,
+    PathsRelease,
+    PathsList,
+    PathsCheck,
     WorkflowCreate,
     WorkflowClaim,
     WorkflowCheckpoint,
@@ -198,6 +207,8 @@ pub enum ToolGroup {
     Lease,
     /// Permits shared by up to N holders (opt-in).
     Semaphore,
+    /// Path reservations for agents editing one repository (opt-in).
+    Paths,
     Workflow,
     Session,
     Admin,
@@ -215,10 +226,11 @@ impl ToolGroup {
     pub const DEFAULT: [ToolGroup; 6] =
         [ToolGroup::Kv, ToolGroup::Lease, ToolGroup::Workflow, ToolGroup::Session, ToolGroup::Admin, ToolGroup::Watch];
 
-    pub const ALL: [ToolGroup; 10] = [
+    pub const ALL: [ToolGroup; 11] = [
         ToolGroup::Kv,
         ToolGroup::Lease,
         ToolGroup::Semaphore,
+        ToolGroup::Paths,
         ToolGroup::Workflow,
         ToolGroup::Session,
         ToolGroup::Admin,
@@ -237,6 +249,7 @@ impl ToolGroup {
             ToolGroup::Kv => "kv",
             ToolGroup::Lease => "lease",
             ToolGroup::Semaphore => "semaphore",
+            ToolGroup::Paths => "paths",
             ToolGroup::Workflow => "workflow",
             ToolGroup::Session => "session",
             ToolGroup::Admin => "admin",
@@ -253,6 +266,7 @@ impl ToolGroup {
             ToolGroup::Kv => "keys: get, set, delete, list, batch get, transactions, history",
             ToolGroup::Lease => "exclusive leases with fencing tokens",
             ToolGroup::Semaphore => "permits shared by up to N holders, fenced, with a bounded wait",
+            ToolGroup::Paths => "reserve file paths and globs, exclusive or shared; conflicts are refused",
             ToolGroup::Workflow => "runs that workers claim, checkpoint, resume and finish",
             ToolGroup::Session => "versioned context snapshots",
             ToolGroup::Admin => "store health, wipe",
@@ -651,7 +665,7 @@ macro_rules! structured {
     };
 }
 
-static SPECS: [OperationSpec; 80] = [
+static SPECS: [OperationSpec; 85] = [
     native!(
         StateGet,
         "state_get",
@@ -859,6 +873,71 @@ static SPECS: [OperationSpec; 80] = [
         rest: rest(Get, "/v1/semaphores/{*name}", RestBody::None, Plain),
         cli: Cli::Command("semaphore get"),
         "A semaphore's capacity, free permits, and each holder with its expiry."
+    ),
+    native!(
+        PathsReserve,
+        "paths_reserve",
+        "Reserve paths",
+        Paths,
+        Write,
+        ReserveRequest => ReserveResult,
+        engine: paths_reserve,
+        needs: |r| vec![Need::Id(r.scope.clone(), Write)],
+        rest: rest(Post, "/v1/paths:reserve", RestBody::Args, Plain),
+        cli: Cli::Command("paths reserve"),
+        "Reserve paths or globs in a scope (a repository) for ttl_seconds, exclusive unless `exclusive: false`. Refused, reserving nothing, when another holder's reservation overlaps where either is exclusive; the answer names each one, its patterns, reason and expiry."
+    ),
+    native!(
+        PathsRenew,
+        "paths_renew",
+        "Renew a path reservation",
+        Paths,
+        Write,
+        ReservationRenewRequest => ReservationResult,
+        engine: paths_renew,
+        needs: |r| vec![Need::Id(r.scope.clone(), Write)],
+        rest: rest(Post, "/v1/paths:renew", RestBody::Args, Plain),
+        cli: Cli::Command("paths renew"),
+        "Extend a reservation you hold (holder_id and reservation_id) to ttl_seconds from now."
+    ),
+    native!(
+        PathsRelease,
+        "paths_release",
+        "Release path reservations",
+        Paths,
+        IdempotentWrite,
+        ReservationReleaseRequest => ReservationResult,
+        engine: paths_release,
+        needs: |r| vec![Need::Id(r.scope.clone(), Write)],
+        rest: rest(Post, "/v1/paths:release", RestBody::Args, Plain),
+        cli: Cli::Command("paths release"),
+        "Give back one reservation (reservation_id), or all of yours in the scope."
+    ),
+    native!(
+        PathsList,
+        "paths_list",
+        "List path reservations",
+        Paths,
+        ReadOnly,
+        ReservationListRequest => ReservationListResult,
+        engine: paths_list,
+        needs: |r| vec![Need::Id(r.scope.clone(), Read)],
+        rest: rest(Get, "/v1/paths", RestBody::None, Plain),
+        cli: Cli::Command("paths ls"),
+        "Live reservations of a scope, or of one holder in it."
+    ),
+    native!(
+        PathsCheck,
+        "paths_check",
+        "May I write this path",
+        Paths,
+        ReadOnly,
+        PathCheckRequest => PathCheckResult,
+        engine: paths_check,
+        needs: |r| vec![Need::Id(r.scope.clone(), Read)],
+        rest: rest(Get, "/v1/paths/check", RestBody::None, Plain),
+        cli: Cli::Command("paths check"),
+        "Whether holder_id may write a path now: not while another holder's exclusive reservation covers it (named in `blocking`)."
     ),
     native!(
         WorkflowCreate,

@@ -13,7 +13,12 @@ use state_core::ops::knowledge::{
 };
 use state_core::ops::kv::{BatchGetResult, DeleteResult, GetResult, ListResult, SetResult};
 use state_core::ops::lease::{AcquireResult, AcquireStatus, HoldResult, HoldStatus, LeaseGetResult, LeaseListResult};
-use state_core::ops::semaphore::{PermitResult, PermitStatus, SemaphoreAcquireResult, SemaphoreGetResult, SemaphoreStatus};
+use state_core::ops::reservation::{
+    PathCheckResult, ReservationListResult, ReservationResult, ReservationStatus, ReserveResult, ReserveStatus,
+};
+use state_core::ops::semaphore::{
+    PermitResult, PermitStatus, SemaphoreAcquireResult, SemaphoreGetResult, SemaphoreStatus,
+};
 use state_core::ops::session::{SessionListResult, SessionRestoreResult, SessionSaveResult};
 use state_core::ops::transfer::{ExportResult, ImportResult};
 use state_core::ops::txn::{TxnResult, TxnStatus};
@@ -50,6 +55,8 @@ always_ok!(
     LeaseGetResult,
     LeaseListResult,
     SemaphoreGetResult,
+    ReservationListResult,
+    PathCheckResult,
     CreateRunResult,
     ListRunsResult,
     SessionSaveResult,
@@ -200,6 +207,24 @@ impl Classify for PermitResult {
         match self.status {
             PermitStatus::Ok => Outcome::Ok,
             PermitStatus::Lost => Outcome::Fenced,
+        }
+    }
+}
+
+impl Classify for ReserveResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            ReserveStatus::Granted => Outcome::Ok,
+            ReserveStatus::Conflict => Outcome::Conflict,
+        }
+    }
+}
+
+impl Classify for ReservationResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            ReservationStatus::Ok => Outcome::Ok,
+            ReservationStatus::Lost => Outcome::Fenced,
         }
     }
 }

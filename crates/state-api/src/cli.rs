@@ -210,6 +210,8 @@ pub enum GroupArg {
     Lease,
     /// Semaphores: permits shared by up to N holders, each fenced.
     Semaphore,
+    /// Path reservations: exclusive or shared claims on files and globs of a repository.
+    Paths,
     /// Workflow runs: create, claim, checkpoint, resume, finish.
     Workflow,
     /// Versioned session snapshots.

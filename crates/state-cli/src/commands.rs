@@ -19,6 +19,9 @@ use state_core::ops::knowledge::{
 };
 use state_core::ops::kv::{DeleteRequest, GetRequest, ListRequest, SetRequest};
 use state_core::ops::lease::{AcquireRequest, LeaseGetRequest, LeaseListRequest, ReleaseRequest, RenewRequest};
+use state_core::ops::reservation::{
+    PathCheckRequest, ReservationListRequest, ReservationReleaseRequest, ReservationRenewRequest, ReserveRequest,
+};
 use state_core::ops::semaphore::{
     SemaphoreAcquireRequest, SemaphoreGetRequest, SemaphoreReleaseRequest, SemaphoreRenewRequest,
 };
@@ -145,6 +148,9 @@ pub(crate) enum Command {
     /// Semaphores: up to N holders at once, each permit fenced
     #[command(subcommand)]
     Semaphore(SemaphoreCommand),
+    /// Path reservations: claim files and globs of a repository, exclusive or shared
+    #[command(subcommand)]
+    Paths(PathsCommand),
     /// Workflow runs
     #[command(subcommand)]
     Workflow(WorkflowCommand),
@@ -256,6 +262,59 @@ pub(crate) enum SemaphoreCommand {
     },
     /// A semaphore's capacity, free permits and holders
     Get { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PathsCommand {
+    /// Reserve paths or globs (`src/**`, `docs/*.md`, `docs/`) in a scope; refused, reserving
+    /// nothing, when another holder's reservation overlaps (exit 4, naming it)
+    Reserve {
+        /// What the paths are relative to, e.g. the repository's path
+        scope: String,
+        #[arg(required = true)]
+        patterns: Vec<String>,
+        #[arg(long)]
+        holder: String,
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        ttl: std::time::Duration,
+        /// Others may reserve overlapping paths too, unless theirs is exclusive
+        #[arg(long)]
+        shared: bool,
+        /// Why, shown to whoever it blocks
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Extend a reservation you hold
+    Renew {
+        scope: String,
+        /// The id `reserve` returned
+        reservation_id: u64,
+        #[arg(long)]
+        holder: String,
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        ttl: std::time::Duration,
+    },
+    /// Give back one reservation, or every one of yours in the scope
+    Release {
+        scope: String,
+        reservation_id: Option<u64>,
+        #[arg(long)]
+        holder: String,
+    },
+    /// Live reservations of a scope
+    Ls {
+        scope: String,
+        #[arg(long)]
+        holder: Option<String>,
+    },
+    /// Whether a holder may write a path now (`allowed`), and whose exclusive reservation
+    /// stands in the way if not
+    Check {
+        scope: String,
+        path: String,
+        #[arg(long)]
+        holder: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -635,6 +694,46 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 typed(Op::SemaphoreRelease, request)
             }
             SemaphoreCommand::Get { name } => typed(Op::SemaphoreGet, SemaphoreGetRequest { name: name.clone() }),
+        },
+        Command::Paths(paths) => match paths {
+            PathsCommand::Reserve { scope, patterns, holder, ttl, shared, reason } => {
+                let request = ReserveRequest {
+                    scope: scope.clone(),
+                    holder_id: holder.clone(),
+                    patterns: patterns.clone(),
+                    exclusive: Some(!*shared),
+                    ttl_seconds: ttl.as_secs_f64(),
+                    reason: reason.clone(),
+                    request_id: None,
+                };
+                typed(Op::PathsReserve, request)
+            }
+            PathsCommand::Renew { scope, reservation_id, holder, ttl } => {
+                let request = ReservationRenewRequest {
+                    scope: scope.clone(),
+                    holder_id: holder.clone(),
+                    reservation_id: *reservation_id,
+                    ttl_seconds: ttl.as_secs_f64(),
+                    request_id: None,
+                };
+                typed(Op::PathsRenew, request)
+            }
+            PathsCommand::Release { scope, reservation_id, holder } => {
+                let request = ReservationReleaseRequest {
+                    scope: scope.clone(),
+                    holder_id: holder.clone(),
+                    reservation_id: *reservation_id,
+                    request_id: None,
+                };
+                typed(Op::PathsRelease, request)
+            }
+            PathsCommand::Ls { scope, holder } => {
+                typed(Op::PathsList, ReservationListRequest { scope: scope.clone(), holder_id: holder.clone() })
+            }
+            PathsCommand::Check { scope, path, holder } => {
+                let request = PathCheckRequest { scope: scope.clone(), holder_id: holder.clone(), path: path.clone() };
+                typed(Op::PathsCheck, request)
+            }
         },
         Command::Workflow(workflow) => match workflow {
             WorkflowCommand::Create { name, input, tags: t, max_attempts } => {

@@ -31,6 +31,9 @@ pub enum Space {
     /// One permit of a semaphore: a lease on one of its slots, under the semaphore's name
     /// and the holder's id (entry TTL = the permit's expiry).
     Permit,
+    /// A reservation of path patterns by one holder, under its scope (a repository), its
+    /// holder and its id (entry TTL = the reservation's expiry).
+    Reservation,
     /// The claim on a workflow run: a lease whose expiry returns the run to the queue.
     Claim,
     /// A workflow run record.
@@ -79,9 +82,10 @@ impl Corpus {
     }
 }
 
-const TAGS: [(Space, char); 17] = [
+const TAGS: [(Space, char); 18] = [
     (Space::Lease, 'L'),
     (Space::Permit, 'M'),
+    (Space::Reservation, 'F'),
     (Space::Claim, 'C'),
     (Space::Run, 'R'),
     (Space::Step, 'S'),
@@ -131,6 +135,21 @@ pub fn permit_key(name: &str, holder: &str) -> String {
 /// The holder a permit key names (after the semaphore's name and the separator).
 pub fn permit_holder(raw: &str) -> Option<&str> {
     raw.strip_prefix(&prefix(Space::Permit))?.split_once(SEP).map(|(_, holder)| holder)
+}
+
+/// Every reservation in `scope`, and nothing of another scope.
+pub fn reservation_prefix(scope: &str) -> String {
+    format!("{}{scope}{SEP}", prefix(Space::Reservation))
+}
+
+/// Ids are zero-padded so a holder's reservations list in the order they were granted.
+pub fn reservation_key(scope: &str, holder: &str, id: u64) -> String {
+    format!("{}{holder}{SEP}{id:020}", reservation_prefix(scope))
+}
+
+/// Every reservation of `holder` in `scope`.
+pub fn reservation_holder_prefix(scope: &str, holder: &str) -> String {
+    format!("{}{holder}{SEP}", reservation_prefix(scope))
 }
 
 pub fn claim_key(run_id: &str) -> String {

@@ -10,6 +10,7 @@ pub mod cursor;
 pub mod entry;
 pub mod error;
 pub mod expire;
+pub mod glob;
 pub mod idempotency;
 pub mod key;
 pub mod keyspace;
@@ -20,6 +21,7 @@ pub mod limits;
 pub mod occ;
 pub mod ops;
 pub mod plan;
+pub mod reservation;
 pub mod semaphore;
 pub mod session;
 #[cfg(test)]

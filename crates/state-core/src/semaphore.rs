@@ -78,7 +78,8 @@ fn write_permit(
     ttl_millis: u64,
     action: Action,
 ) -> Entry {
-    let detail = json!({"holder": record.holder, "token": record.token, "capacity": record.capacity, "ttl_ms": ttl_millis});
+    let detail =
+        json!({"holder": record.holder, "token": record.token, "capacity": record.capacity, "ttl_ms": ttl_millis});
     changes.write(stored, key, record.to_value(), Some(ttl_millis), Record::Transition(action, detail))
 }
 
@@ -117,8 +118,12 @@ pub fn plan_acquire<V: StateView + ?Sized>(
         None if in_force != capacity => return Ok(refused(SemaphoreStatus::CapacityMismatch, &permits)),
         None if permits.len() >= capacity as usize => return Ok(refused(SemaphoreStatus::Full, &permits)),
         None => {
-            let record =
-                PermitRecord { holder: holder_id.to_owned(), token: ctx.next_revision(), acquired_at: ctx.now, capacity };
+            let record = PermitRecord {
+                holder: holder_id.to_owned(),
+                token: ctx.next_revision(),
+                acquired_at: ctx.now,
+                capacity,
+            };
             // An expired permit of this holder not yet swept is replaced in place.
             (record, Action::LeaseGrant, view.get(&key)?)
         }
@@ -154,7 +159,12 @@ fn held<V: StateView + ?Sized>(
 }
 
 fn lost(name: &str, ctx: &WriteContext) -> Plan<PermitResult> {
-    Plan::unchanged(PermitResult { status: PermitStatus::Lost, name: name.to_owned(), expires_at: None, revision: ctx.revision })
+    Plan::unchanged(PermitResult {
+        status: PermitStatus::Lost,
+        name: name.to_owned(),
+        expires_at: None,
+        revision: ctx.revision,
+    })
 }
 
 /// Extends the caller's live permit to `ttl` from now.
@@ -215,7 +225,11 @@ pub fn get<V: StateView + ?Sized>(
 }
 
 /// When the soonest of `name`'s live permits expires: a waiter need not look again before.
-pub fn next_expiry<V: StateView + ?Sized>(view: &V, name: &str, now: UnixMillis) -> Result<Option<UnixMillis>, V::Error> {
+pub fn next_expiry<V: StateView + ?Sized>(
+    view: &V,
+    name: &str,
+    now: UnixMillis,
+) -> Result<Option<UnixMillis>, V::Error> {
     Ok(live_permits(view, name, now)?.iter().filter_map(|(entry, _)| entry.expires_at).min())
 }
 

@@ -41,6 +41,8 @@ pub enum HistoryKind {
     Kv,
     Lease,
     Semaphore,
+    /// Path reservations, by scope.
+    Reservation,
     Workflow,
     Session,
     Store,
@@ -54,6 +56,7 @@ impl HistoryKind {
             Space::Kv => HistoryKind::Kv,
             Space::Lease => HistoryKind::Lease,
             Space::Permit => HistoryKind::Semaphore,
+            Space::Reservation => HistoryKind::Reservation,
             Space::Claim | Space::Run | Space::Step | Space::Queue => HistoryKind::Workflow,
             Space::Session | Space::SessionVersion => HistoryKind::Session,
             Space::Checkpoint | Space::CheckpointSession | Space::CheckpointLatest => HistoryKind::Checkpoint,
@@ -70,6 +73,7 @@ impl HistoryKind {
             HistoryKind::Kv => Space::Kv,
             HistoryKind::Lease => Space::Lease,
             HistoryKind::Semaphore => Space::Permit,
+            HistoryKind::Reservation => Space::Reservation,
             HistoryKind::Workflow => Space::Run,
             HistoryKind::Session => Space::Session,
             HistoryKind::Store => Space::Store,
@@ -83,7 +87,7 @@ impl HistoryKind {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryRequest {
-    /// Only this kind of record (kv, lease, semaphore, workflow, session, store, checkpoint, knowledge). With `key` or `prefix`
+    /// Only this kind of record (kv, lease, semaphore, reservation, workflow, session, store, checkpoint, knowledge). With `key` or `prefix`
     /// and no kind, kv is meant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<HistoryKind>,
@@ -137,8 +141,12 @@ impl HistoryRequest {
         }
         let space = kind.space();
         match (&self.key, &self.prefix) {
-            // A semaphore's events are its permits', one key per holder.
+            // A semaphore's events are its permits', one key per holder; a scope's are its
+            // reservations'.
             (Some(name), _) if kind == HistoryKind::Semaphore => KeyFilter::Prefix(keyspace::permit_prefix(name)),
+            (Some(scope), _) if kind == HistoryKind::Reservation => {
+                KeyFilter::Prefix(keyspace::reservation_prefix(scope))
+            }
             (Some(key), _) => KeyFilter::Exact(keyspace::key(space, key)),
             (None, Some(prefix)) if !(prefix.is_empty() && space == Space::Kv) => {
                 KeyFilter::Prefix(keyspace::key(space, prefix))

@@ -10,6 +10,7 @@ pub mod knowledge;
 pub mod kv;
 pub mod lease;
 pub mod once;
+pub mod reservation;
 pub mod semaphore;
 pub mod session;
 pub mod transfer;
@@ -30,6 +31,9 @@ once::mutating!(
     semaphore::SemaphoreAcquireRequest => "semaphore_acquire",
     semaphore::SemaphoreRenewRequest => "semaphore_renew",
     semaphore::SemaphoreReleaseRequest => "semaphore_release",
+    reservation::ReserveRequest => "paths_reserve",
+    reservation::ReservationRenewRequest => "paths_renew",
+    reservation::ReservationReleaseRequest => "paths_release",
     workflow::CreateRunRequest => "workflow_create",
     workflow::ClaimRequest => "workflow_claim",
     workflow::CheckpointRequest => "workflow_checkpoint",

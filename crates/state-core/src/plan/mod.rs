@@ -223,7 +223,7 @@ impl<'a> Changes<'a> {
     /// and so do request records (bookkeeping, not state anyone changed).
     fn record_expiry(&mut self, expired: &Entry) {
         let action = match keyspace::classify(&expired.key).0 {
-            Space::Lease | Space::Permit => Some(Action::LeaseExpire),
+            Space::Lease | Space::Permit | Space::Reservation => Some(Action::LeaseExpire),
             Space::Claim | Space::Request => return,
             _ => None,
         };

@@ -135,7 +135,11 @@ fn random_histories_match_a_model_and_never_exceed_the_capacity() {
                     let live = model.live(sim.now);
                     match model.permits.get(&holder).copied() {
                         Some((token, _)) => {
-                            assert_eq!((got.status, got.token), (SemaphoreStatus::Acquired, Some(token)), "seed {seed} step {step}");
+                            assert_eq!(
+                                (got.status, got.token),
+                                (SemaphoreStatus::Acquired, Some(token)),
+                                "seed {seed} step {step}"
+                            );
                             model.permits.insert(holder.clone(), (token, sim.now.plus_millis(TTL)));
                         }
                         None if live < CAPACITY as usize => {

@@ -5,7 +5,7 @@ use state_e2e::ProtocolEra;
 
 use crate::TestServer;
 
-const NATIVE_TOOLS: [&str; 43] = [
+const NATIVE_TOOLS: [&str; 48] = [
     "state_get",
     "state_set",
     "state_delete",
@@ -22,6 +22,11 @@ const NATIVE_TOOLS: [&str; 43] = [
     "semaphore_renew",
     "semaphore_release",
     "semaphore_get",
+    "paths_reserve",
+    "paths_renew",
+    "paths_release",
+    "paths_list",
+    "paths_check",
     "workflow_create",
     "workflow_claim",
     "workflow_checkpoint",
@@ -51,7 +56,7 @@ const NATIVE_TOOLS: [&str; 43] = [
     "store_import",
 ];
 
-const READ_ONLY: [&str; 21] = [
+const READ_ONLY: [&str; 23] = [
     "state_get",
     "state_list",
     "state_batch_get",
@@ -59,6 +64,8 @@ const READ_ONLY: [&str; 21] = [
     "lease_get",
     "lease_list",
     "semaphore_get",
+    "paths_list",
+    "paths_check",
     "workflow_resume",
     "workflow_status",
     "workflow_list",
@@ -75,10 +82,11 @@ const READ_ONLY: [&str; 21] = [
     "store_export",
 ];
 
-const IDEMPOTENT: [&str; 8] = [
+const IDEMPOTENT: [&str; 9] = [
     "state_delete",
     "lease_release",
     "semaphore_release",
+    "paths_release",
     "workflow_checkpoint",
     "workflow_complete",
     "workflow_cancel",

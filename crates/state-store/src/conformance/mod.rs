@@ -149,6 +149,7 @@ macro_rules! conformance_suite {
             health_reports_the_store,
             leases_and_fenced_writes,
             semaphores_grant_up_to_their_capacity,
+            path_reservations_refuse_overlaps,
             workflow_lifecycle,
             sessions_keep_every_version,
             reset_wipes_but_revisions_continue,

@@ -410,7 +410,8 @@ pub async fn semaphores_grant_up_to_their_capacity(backend: &dyn BackendFactory)
         tokio::spawn(async move { engine.semaphore_acquire(request).await })
     };
     tokio::task::yield_now().await;
-    let release = SemaphoreReleaseRequest { name: "build".into(), holder_id: "b".into(), token: b_token, request_id: None };
+    let release =
+        SemaphoreReleaseRequest { name: "build".into(), holder_id: "b".into(), token: b_token, request_id: None };
     assert_eq!(s.engine.semaphore_release(release.clone()).await.unwrap().status, PermitStatus::Ok);
     let c = tokio::time::timeout(std::time::Duration::from_secs(20), waiter).await.unwrap().unwrap().unwrap();
     assert_eq!(c.status, SemaphoreStatus::Acquired, "the waiter got b's permit");
@@ -433,7 +434,8 @@ pub async fn semaphores_grant_up_to_their_capacity(backend: &dyn BackendFactory)
     assert_eq!((now.capacity, now.available, now.holders.len()), (Some(2), Some(1), 1));
     assert_eq!(now.holders[0].holder, "a");
 
-    let mismatch = s.engine.semaphore_acquire(SemaphoreAcquireRequest { capacity: 5, ..acquire("d", None) }).await.unwrap();
+    let mismatch =
+        s.engine.semaphore_acquire(SemaphoreAcquireRequest { capacity: 5, ..acquire("d", None) }).await.unwrap();
     assert_eq!((mismatch.status, mismatch.capacity), (SemaphoreStatus::CapacityMismatch, 2));
 
     let history = s
@@ -448,6 +450,78 @@ pub async fn semaphores_grant_up_to_their_capacity(backend: &dyn BackendFactory)
     use HistoryOp::*;
     let ops: Vec<_> = history.events.iter().map(|e| e.op).collect();
     assert_eq!(ops, vec![Grant, Grant, Release, Grant, Renew, Expire]);
+}
+
+pub async fn path_reservations_refuse_overlaps(backend: &dyn BackendFactory) {
+    use state_core::ops::reservation::{
+        PathCheckRequest, ReservationListRequest, ReservationReleaseRequest, ReservationRenewRequest,
+        ReservationStatus, ReserveRequest, ReserveStatus,
+    };
+    let s = Store::new(backend);
+    let reserve = |holder: &str, patterns: &[&str], exclusive: bool| ReserveRequest {
+        scope: "/repo".into(),
+        holder_id: holder.into(),
+        patterns: patterns.iter().map(|p| (*p).to_owned()).collect(),
+        exclusive: Some(exclusive),
+        ttl_seconds: 2.0,
+        reason: Some("migration".into()),
+        request_id: None,
+    };
+    let a = s.engine.paths_reserve(reserve("a", &["db/**"], true)).await.unwrap();
+    assert_eq!(a.status, ReserveStatus::Granted);
+    let a_id = a.reservation.unwrap().reservation_id;
+    let b = s.engine.paths_reserve(reserve("b", &["db/schema.sql", "README.md"], false)).await.unwrap();
+    assert_eq!(b.status, ReserveStatus::Conflict);
+    assert_eq!(b.conflicts[0].reservation.holder, "a");
+    assert_eq!(b.conflicts[0].overlapping, vec![["db/schema.sql".to_owned(), "db/**".to_owned()]]);
+    let b = s.engine.paths_reserve(reserve("b", &["README.md"], false)).await.unwrap();
+    assert_eq!(b.status, ReserveStatus::Granted);
+
+    let check = |holder: &str, path: &str| PathCheckRequest {
+        scope: "/repo".into(),
+        holder_id: holder.into(),
+        path: path.into(),
+    };
+    assert!(!s.engine.paths_check(check("b", "db/x.sql")).await.unwrap().allowed);
+    assert!(s.engine.paths_check(check("a", "db/x.sql")).await.unwrap().allowed);
+
+    s.clock.advance_millis(1_500);
+    let renew = ReservationRenewRequest {
+        scope: "/repo".into(),
+        holder_id: "a".into(),
+        reservation_id: a_id,
+        ttl_seconds: 2.0,
+        request_id: None,
+    };
+    assert_eq!(s.engine.paths_renew(renew).await.unwrap().status, ReservationStatus::Ok);
+    s.clock.advance_millis(1_000);
+    assert_eq!(s.engine.expire_due(10).await.unwrap(), 1, "b's lapsed, a's was renewed");
+    let listed = s.engine.paths_list(ReservationListRequest { scope: "/repo".into(), holder_id: None }).await.unwrap();
+    let holders: Vec<_> = listed.reservations.iter().map(|r| r.holder.as_str()).collect();
+    assert_eq!(holders, ["a"]);
+
+    let release = ReservationReleaseRequest {
+        scope: "/repo".into(),
+        holder_id: "a".into(),
+        reservation_id: None,
+        request_id: None,
+    };
+    let released = s.engine.paths_release(release).await.unwrap();
+    assert_eq!((released.status, released.reservation_ids), (ReservationStatus::Ok, vec![a_id]));
+    assert!(s.engine.paths_check(check("b", "db/x.sql")).await.unwrap().allowed, "free once released");
+
+    let history = s
+        .engine
+        .history(HistoryRequest {
+            kind: Some(state_core::ops::history::HistoryKind::Reservation),
+            key: Some("/repo".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    use HistoryOp::*;
+    let ops: Vec<_> = history.events.iter().map(|e| e.op).collect();
+    assert_eq!(ops, vec![Grant, Grant, Renew, Expire, Release]);
 }
 
 pub async fn workflow_lifecycle(backend: &dyn BackendFactory) {

@@ -6,6 +6,7 @@
 
 mod maintenance;
 mod reads;
+mod reservation;
 mod semaphore;
 mod text;
 mod transfer;

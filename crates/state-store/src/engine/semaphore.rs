@@ -52,10 +52,8 @@ impl Engine {
             })
             .await?;
         let until = deadline.min(Instant::now() + soonest.unwrap_or(RECHECK).min(RECHECK));
-        let request = WatchRequest {
-            after_revision: Some(revision),
-            ..WatchRequest::key(Some(HistoryKind::Semaphore), name)
-        };
+        let request =
+            WatchRequest { after_revision: Some(revision), ..WatchRequest::key(Some(HistoryKind::Semaphore), name) };
         let mut watch = self.watch(request).await?;
         match tokio::time::timeout_at(until, watch.next()).await {
             Ok(Some(Err(EngineError::WatchLagged { .. }))) | Ok(Some(Ok(_))) | Err(_) => Ok(()),

@@ -4,8 +4,8 @@
 //! figures recorded in docs/BENCHMARKS.md come from it. Ratios within one run are what to
 //! compare: the machines this runs on are shared and noisy.
 
-mod http;
 mod floor;
+mod http;
 mod knowledge;
 mod lone;
 mod replicas;

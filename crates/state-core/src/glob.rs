@@ -1,0 +1,151 @@
+//! Path patterns for reservations: `*` is any run of characters but `/`, `**` any run
+//! including `/`, `?` one character but `/`; a pattern ending in `/` is that directory and
+//! everything under it. Everything else is literal, so a plain path reserves exactly itself.
+//!
+//! Two patterns conflict when some path matches both. That is decided exactly, by walking
+//! both patterns together over the characters that could tell them apart (a product of the
+//! two automata), so `src/*.rs` and `src/lib.rs` overlap while `src/*.rs` and `docs/**` and
+//! `src/*.rs` and `src/a/b.rs` do not.
+
+use std::collections::{BTreeSet, HashSet};
+
+/// The longest pattern accepted, in bytes: the overlap check is quadratic in pattern length.
+pub const MAX_PATTERN_BYTES: usize = 256;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    Literal(char),
+    /// `?`
+    One,
+    /// `*`
+    Segment,
+    /// `**`
+    Any,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Glob {
+    tokens: Vec<Token>,
+}
+
+impl Glob {
+    /// Reads a pattern; `Err` says what is wrong with it.
+    pub fn parse(pattern: &str) -> Result<Glob, String> {
+        if pattern.is_empty() {
+            return Err("is empty: give a path or a pattern such as `src/**`".into());
+        }
+        if pattern.len() > MAX_PATTERN_BYTES {
+            return Err(format!("is {} bytes, over the {MAX_PATTERN_BYTES}-byte limit", pattern.len()));
+        }
+        if let Some(c) = pattern.chars().find(|c| c.is_control()) {
+            return Err(format!("contains the control character U+{:04X}", u32::from(c)));
+        }
+        let mut tokens = Vec::new();
+        let mut chars = pattern.chars().peekable();
+        while let Some(c) = chars.next() {
+            tokens.push(match c {
+                '*' if chars.peek() == Some(&'*') => {
+                    chars.next();
+                    while chars.peek() == Some(&'*') {
+                        chars.next();
+                    }
+                    Token::Any
+                }
+                '*' => Token::Segment,
+                '?' => Token::One,
+                c => Token::Literal(c),
+            });
+        }
+        if pattern.ends_with('/') {
+            tokens.push(Token::Any);
+        }
+        Ok(Glob { tokens })
+    }
+
+    /// Whether `path` matches the pattern.
+    pub fn matches(&self, path: &str) -> bool {
+        let mut states = self.closure([0].into_iter().collect());
+        for c in path.chars() {
+            states = self.closure(states.iter().flat_map(|&i| self.step(i, c)).collect());
+            if states.is_empty() {
+                return false;
+            }
+        }
+        states.contains(&self.tokens.len())
+    }
+
+    /// Whether some path matches both patterns.
+    pub fn overlaps(&self, other: &Glob) -> bool {
+        // Characters that could make the two differ: every literal of either, the separator,
+        // and one character that is none of those (what `?` and `*` match besides).
+        let mut alphabet: BTreeSet<char> = self.literals().chain(other.literals()).collect();
+        alphabet.insert('/');
+        let fresh = (0x4E00u32..).filter_map(char::from_u32).find(|c| !alphabet.contains(c)).unwrap_or('\u{FFFD}');
+        alphabet.insert(fresh);
+
+        let start = |glob: &Glob| glob.closure([0].into_iter().collect());
+        let mut seen: HashSet<(usize, usize)> = HashSet::new();
+        let mut todo: Vec<(usize, usize)> = Vec::new();
+        for i in start(self) {
+            for j in start(other) {
+                if seen.insert((i, j)) {
+                    todo.push((i, j));
+                }
+            }
+        }
+        while let Some((i, j)) = todo.pop() {
+            if i == self.tokens.len() && j == other.tokens.len() {
+                return true;
+            }
+            for &c in &alphabet {
+                let mine = self.closure(self.step(i, c).collect());
+                if mine.is_empty() {
+                    continue;
+                }
+                let theirs = other.closure(other.step(j, c).collect());
+                for &a in &mine {
+                    for &b in &theirs {
+                        if seen.insert((a, b)) {
+                            todo.push((a, b));
+                        }
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    fn literals(&self) -> impl Iterator<Item = char> + '_ {
+        self.tokens.iter().filter_map(|t| match t {
+            Token::Literal(c) => Some(*c),
+            _ => None,
+        })
+    }
+
+    /// Positions reachable from `at` on `c`.
+    fn step(&self, at: usize, c: char) -> impl Iterator<Item = usize> {
+        let next = match self.tokens.get(at) {
+            Some(Token::Literal(l)) if *l == c => Some(at + 1),
+            Some(Token::One) if c != '/' => Some(at + 1),
+            // A star stays where it is after taking a character.
+            Some(Token::Segment) if c != '/' => Some(at),
+            Some(Token::Any) => Some(at),
+            _ => None,
+        };
+        next.into_iter()
+    }
+
+    /// `states` and every position reached from them by letting stars match nothing.
+    fn closure(&self, mut states: BTreeSet<usize>) -> BTreeSet<usize> {
+        let mut todo: Vec<usize> = states.iter().copied().collect();
+        while let Some(at) = todo.pop() {
+            if matches!(self.tokens.get(at), Some(Token::Segment | Token::Any)) && states.insert(at + 1) {
+                todo.push(at + 1);
+            }
+        }
+        states
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,70 @@
+use super::*;
+
+fn glob(p: &str) -> Glob {
+    Glob::parse(p).unwrap()
+}
+
+#[test]
+fn stars_stop_at_slashes_and_double_stars_do_not() {
+    assert!(glob("src/*.rs").matches("src/lib.rs"));
+    assert!(!glob("src/*.rs").matches("src/a/lib.rs"));
+    assert!(glob("src/**").matches("src/a/b/c.rs"));
+    assert!(glob("src/**/*.rs").matches("src/a/b.rs"));
+    assert!(glob("src/?.rs").matches("src/a.rs"));
+    assert!(!glob("src/?.rs").matches("src/ab.rs"));
+    assert!(glob("docs/").matches("docs/README.md"), "a trailing slash is the directory and all under it");
+    assert!(glob("Cargo.toml").matches("Cargo.toml"));
+    assert!(!glob("Cargo.toml").matches("Cargo.tom"));
+}
+
+#[test]
+fn overlap_is_decided_exactly() {
+    let cases = [
+        ("src/*.rs", "src/lib.rs", true),
+        ("src/*.rs", "src/a/b.rs", false),
+        ("src/*.rs", "docs/**", false),
+        ("src/**", "src/a/b.rs", true),
+        ("src/**", "**/*.rs", true),
+        ("*.md", "docs/*.md", false),
+        ("**/*.md", "docs/*.md", true),
+        ("src/a*", "src/*b", true),
+        ("src/a*c", "src/*b", false),
+        ("src/?", "src/ab", false),
+        ("a/", "a/b/c", true),
+        ("a/", "ab", false),
+        ("x", "x", true),
+        ("x", "y", false),
+    ];
+    for (a, b, expected) in cases {
+        assert_eq!(glob(a).overlaps(&glob(b)), expected, "{a} vs {b}");
+        assert_eq!(glob(b).overlaps(&glob(a)), expected, "{b} vs {a} (symmetric)");
+    }
+}
+
+#[test]
+fn bad_patterns_are_refused_with_a_reason() {
+    assert!(Glob::parse("").is_err());
+    assert!(Glob::parse("a\u{1}b").is_err());
+    assert!(Glob::parse(&"a".repeat(MAX_PATTERN_BYTES + 1)).is_err());
+}
+
+#[test]
+fn overlap_agrees_with_matching_on_every_short_path() {
+    // Every path of up to four characters from a small alphabet: two patterns overlap exactly
+    // when one of these matches both (the patterns are short enough for that to be complete).
+    let patterns = ["*", "**", "a*", "*b", "a/*", "a/**", "?/b", "**/b", "a?", "ab", "a/", "*/*"];
+    let alphabet = ['a', 'b', '/'];
+    let mut paths = vec![String::new()];
+    for _ in 0..4 {
+        let longer: Vec<String> = paths.iter().flat_map(|p| alphabet.iter().map(move |c| format!("{p}{c}"))).collect();
+        paths.extend(longer);
+    }
+    paths.sort();
+    paths.dedup();
+    for a in patterns {
+        for b in patterns {
+            let witnessed = paths.iter().any(|p| glob(a).matches(p) && glob(b).matches(p));
+            assert_eq!(glob(a).overlaps(&glob(b)), witnessed, "{a} vs {b}");
+        }
+    }
+}
