@@ -324,6 +324,7 @@ pub(crate) fn history_needs(kind: Option<HistoryKind>, key: Option<String>, pref
                 | HistoryKind::Lease
                 | HistoryKind::Semaphore
                 | HistoryKind::Reservation
+                | HistoryKind::Queue
                 | HistoryKind::Session
         )
     );

@@ -35,6 +35,10 @@ use state_core::ops::lease::{
     AcquireRequest, AcquireResult, HoldResult, LeaseGetRequest, LeaseGetResult, LeaseListRequest, LeaseListResult,
     ReleaseRequest, RenewRequest,
 };
+use state_core::ops::queue::{
+    QueueAckRequest, QueueNackRequest, QueuePeekRequest, QueuePeekResult, QueueReceiveRequest, QueueReceiveResult,
+    QueueSendRequest, QueueSendResult, QueueSettleResult,
+};
 use state_core::ops::reservation::{
     PathCheckRequest, PathCheckResult, ReservationListRequest, ReservationListResult, ReservationReleaseRequest,
     ReservationRenewRequest, ReservationResult, ReserveRequest, ReserveResult,
@@ -89,6 +93,11 @@ pub enum Operation {
     PathsRelease,
     PathsList,
     PathsCheck,
+    QueueSend,
+    QueueReceive,
+    QueueAck,
+    QueueNack,
+    QueuePeek,
     WorkflowCreate,
     WorkflowClaim,
     WorkflowCheckpoint,
@@ -209,6 +218,8 @@ pub enum ToolGroup {
     Semaphore,
     /// Path reservations for agents editing one repository (opt-in).
     Paths,
+    /// Queues and mailboxes between agents (opt-in).
+    Queue,
     Workflow,
     Session,
     Admin,
@@ -226,11 +237,12 @@ impl ToolGroup {
     pub const DEFAULT: [ToolGroup; 6] =
         [ToolGroup::Kv, ToolGroup::Lease, ToolGroup::Workflow, ToolGroup::Session, ToolGroup::Admin, ToolGroup::Watch];
 
-    pub const ALL: [ToolGroup; 11] = [
+    pub const ALL: [ToolGroup; 12] = [
         ToolGroup::Kv,
         ToolGroup::Lease,
         ToolGroup::Semaphore,
         ToolGroup::Paths,
+        ToolGroup::Queue,
         ToolGroup::Workflow,
         ToolGroup::Session,
         ToolGroup::Admin,
@@ -250,6 +262,7 @@ impl ToolGroup {
             ToolGroup::Lease => "lease",
             ToolGroup::Semaphore => "semaphore",
             ToolGroup::Paths => "paths",
+            ToolGroup::Queue => "queue",
             ToolGroup::Workflow => "workflow",
             ToolGroup::Session => "session",
             ToolGroup::Admin => "admin",
@@ -267,6 +280,7 @@ impl ToolGroup {
             ToolGroup::Lease => "exclusive leases with fencing tokens",
             ToolGroup::Semaphore => "permits shared by up to N holders, fenced, with a bounded wait",
             ToolGroup::Paths => "reserve file paths and globs, exclusive or shared; conflicts are refused",
+            ToolGroup::Queue => "mailboxes between agents: send, receive with a receipt, ack, dead letters",
             ToolGroup::Workflow => "runs that workers claim, checkpoint, resume and finish",
             ToolGroup::Session => "versioned context snapshots",
             ToolGroup::Admin => "store health, wipe",
@@ -665,7 +679,7 @@ macro_rules! structured {
     };
 }
 
-static SPECS: [OperationSpec; 85] = [
+static SPECS: [OperationSpec; 90] = [
     native!(
         StateGet,
         "state_get",
@@ -885,7 +899,7 @@ static SPECS: [OperationSpec; 85] = [
         needs: |r| vec![Need::Id(r.scope.clone(), Write)],
         rest: rest(Post, "/v1/paths:reserve", RestBody::Args, Plain),
         cli: Cli::Command("paths reserve"),
-        "Reserve paths or globs in a scope (a repository) for ttl_seconds, exclusive unless `exclusive: false`. Refused, reserving nothing, when another holder's reservation overlaps where either is exclusive; the answer names each one, its patterns, reason and expiry."
+        "Reserve paths or globs in a scope (a repository) for ttl_seconds, exclusive by default. Refused, reserving nothing, when another holder's reservation overlaps where either is exclusive; the answer names each one in the way."
     ),
     native!(
         PathsRenew,
@@ -938,6 +952,71 @@ static SPECS: [OperationSpec; 85] = [
         rest: rest(Get, "/v1/paths/check", RestBody::None, Plain),
         cli: Cli::Command("paths check"),
         "Whether holder_id may write a path now: not while another holder's exclusive reservation covers it (named in `blocking`)."
+    ),
+    native!(
+        QueueSend,
+        "queue_send",
+        "Send a message",
+        Queue,
+        Write,
+        QueueSendRequest => QueueSendResult,
+        engine: queue_send,
+        needs: |r| vec![Need::Id(r.queue.clone(), Write)],
+        rest: rest(Post, "/v1/queues:send", RestBody::Args, Plain),
+        cli: Cli::Command("queue send"),
+        "Put a JSON message on a queue (an agent's inbox: `inbox/<agent>`), with priority 0-9, delay_seconds, ttl_seconds, max_attempts; a dedupe_key still in the queue returns that message."
+    ),
+    native!(
+        QueueReceive,
+        "queue_receive",
+        "Receive a message",
+        Queue,
+        Write,
+        QueueReceiveRequest => QueueReceiveResult,
+        engine: queue_receive,
+        needs: |r| vec![Need::Id(r.queue.clone(), Write)],
+        rest: rest(Post, "/v1/queues:receive", RestBody::Args, Plain),
+        cli: Cli::Command("queue receive"),
+        "Take the next message (highest priority, then oldest), hidden from others for visibility_seconds, waiting up to wait_seconds. Ack it with its receipt when done, or it shows again."
+    ),
+    native!(
+        QueueAck,
+        "queue_ack",
+        "Acknowledge a message",
+        Queue,
+        IdempotentWrite,
+        QueueAckRequest => QueueSettleResult,
+        engine: queue_ack,
+        needs: |r| vec![Need::Id(r.queue.clone(), Write)],
+        rest: rest(Post, "/v1/queues:ack", RestBody::Args, Plain),
+        cli: Cli::Command("queue ack"),
+        "Remove a received message for good (message_id and receipt). `stale`: it was received again since, and stays."
+    ),
+    native!(
+        QueueNack,
+        "queue_nack",
+        "Give a message back",
+        Queue,
+        Write,
+        QueueNackRequest => QueueSettleResult,
+        engine: queue_nack,
+        needs: |r| vec![Need::Id(r.queue.clone(), Write)],
+        rest: rest(Post, "/v1/queues:nack", RestBody::Args, Plain),
+        cli: Cli::Command("queue nack"),
+        "Return a received message to the queue now or after delay_seconds; past max_attempts it moves to `<queue>.dead`."
+    ),
+    native!(
+        QueuePeek,
+        "queue_peek",
+        "Look at a queue",
+        Queue,
+        ReadOnly,
+        QueuePeekRequest => QueuePeekResult,
+        engine: queue_peek,
+        needs: |r| vec![Need::Id(r.queue.clone(), Read)],
+        rest: rest(Get, "/v1/queues", RestBody::None, Plain),
+        cli: Cli::Command("queue peek"),
+        "Counts of visible, in-flight and delayed messages, and the first ones in receive order, without receiving."
     ),
     native!(
         WorkflowCreate,

@@ -13,6 +13,9 @@ use state_core::ops::knowledge::{
 };
 use state_core::ops::kv::{BatchGetResult, DeleteResult, GetResult, ListResult, SetResult};
 use state_core::ops::lease::{AcquireResult, AcquireStatus, HoldResult, HoldStatus, LeaseGetResult, LeaseListResult};
+use state_core::ops::queue::{
+    QueuePeekResult, QueueReceiveResult, QueueSendResult, QueueSettleResult, ReceiveStatus, SendStatus, SettleStatus,
+};
 use state_core::ops::reservation::{
     PathCheckResult, ReservationListResult, ReservationResult, ReservationStatus, ReserveResult, ReserveStatus,
 };
@@ -57,6 +60,7 @@ always_ok!(
     SemaphoreGetResult,
     ReservationListResult,
     PathCheckResult,
+    QueuePeekResult,
     CreateRunResult,
     ListRunsResult,
     SessionSaveResult,
@@ -225,6 +229,33 @@ impl Classify for ReservationResult {
         match self.status {
             ReservationStatus::Ok => Outcome::Ok,
             ReservationStatus::Lost => Outcome::Fenced,
+        }
+    }
+}
+
+impl Classify for QueueSendResult {
+    fn outcome(&self) -> Outcome {
+        // A duplicate is the message already sent: the send's purpose is met.
+        match self.status {
+            SendStatus::Sent | SendStatus::Duplicate => Outcome::Ok,
+        }
+    }
+}
+
+impl Classify for QueueReceiveResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            ReceiveStatus::Received => Outcome::Ok,
+            ReceiveStatus::Empty => Outcome::NotFound,
+        }
+    }
+}
+
+impl Classify for QueueSettleResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            SettleStatus::Ok => Outcome::Ok,
+            SettleStatus::Stale => Outcome::Fenced,
         }
     }
 }

@@ -212,6 +212,8 @@ pub enum GroupArg {
     Semaphore,
     /// Path reservations: exclusive or shared claims on files and globs of a repository.
     Paths,
+    /// Queues and mailboxes: send, receive with a receipt, ack, nack, dead letters.
+    Queue,
     /// Workflow runs: create, claim, checkpoint, resume, finish.
     Workflow,
     /// Versioned session snapshots.

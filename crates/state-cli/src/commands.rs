@@ -19,6 +19,9 @@ use state_core::ops::knowledge::{
 };
 use state_core::ops::kv::{DeleteRequest, GetRequest, ListRequest, SetRequest};
 use state_core::ops::lease::{AcquireRequest, LeaseGetRequest, LeaseListRequest, ReleaseRequest, RenewRequest};
+use state_core::ops::queue::{
+    QueueAckRequest, QueueNackRequest, QueuePeekRequest, QueueReceiveRequest, QueueSendRequest,
+};
 use state_core::ops::reservation::{
     PathCheckRequest, ReservationListRequest, ReservationReleaseRequest, ReservationRenewRequest, ReserveRequest,
 };
@@ -151,6 +154,9 @@ pub(crate) enum Command {
     /// Path reservations: claim files and globs of a repository, exclusive or shared
     #[command(subcommand)]
     Paths(PathsCommand),
+    /// Queues and mailboxes between agents
+    #[command(subcommand)]
+    Queue(QueueCommand),
     /// Workflow runs
     #[command(subcommand)]
     Workflow(WorkflowCommand),
@@ -314,6 +320,67 @@ pub(crate) enum PathsCommand {
         path: String,
         #[arg(long)]
         holder: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum QueueCommand {
+    /// Put a message on a queue (an agent's inbox: inbox/<agent>)
+    Send {
+        queue: String,
+        /// JSON body, @FILE or -
+        body: String,
+        /// 0 to 9; higher is received first
+        #[arg(long)]
+        priority: Option<u8>,
+        /// Not receivable before this long from now
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        delay: Option<std::time::Duration>,
+        /// While a message with this key is in the queue, return it instead of sending
+        #[arg(long)]
+        dedupe_key: Option<String>,
+        /// Dropped this long from now unless acknowledged
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        ttl: Option<std::time::Duration>,
+        /// Receives before it moves to <queue>.dead (default 5)
+        #[arg(long)]
+        max_attempts: Option<u32>,
+        #[arg(long, env = "STATE_AGENT")]
+        sender: Option<String>,
+    },
+    /// Take the next message, hidden from others for --visibility (exit 3 when none)
+    Receive {
+        queue: String,
+        #[arg(long, env = "STATE_AGENT")]
+        consumer: String,
+        /// How long it stays hidden unless acknowledged (default 30s)
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        visibility: Option<std::time::Duration>,
+        /// Wait this long for a message when none is visible (at most 55s)
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        wait: Option<std::time::Duration>,
+    },
+    /// Remove a received message for good (exit 5 if it was received again since)
+    Ack {
+        queue: String,
+        message_id: String,
+        #[arg(long, value_name = "N")]
+        receipt: u64,
+    },
+    /// Give a received message back, now or after --delay
+    Nack {
+        queue: String,
+        message_id: String,
+        #[arg(long, value_name = "N")]
+        receipt: u64,
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        delay: Option<std::time::Duration>,
+    },
+    /// Counts by state and the first messages, without receiving
+    Peek {
+        queue: String,
+        #[arg(long)]
+        limit: Option<usize>,
     },
 }
 
@@ -733,6 +800,54 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
             PathsCommand::Check { scope, path, holder } => {
                 let request = PathCheckRequest { scope: scope.clone(), holder_id: holder.clone(), path: path.clone() };
                 typed(Op::PathsCheck, request)
+            }
+        },
+        Command::Queue(queue) => match queue {
+            QueueCommand::Send { queue, body, priority, delay, dedupe_key, ttl, max_attempts, sender } => {
+                let request = QueueSendRequest {
+                    queue: queue.clone(),
+                    body: input::json(Some(body), "body", false)?,
+                    priority: *priority,
+                    delay_seconds: delay.map(|d| d.as_secs_f64()),
+                    dedupe_key: dedupe_key.clone(),
+                    ttl_seconds: ttl.map(|d| d.as_secs_f64()),
+                    max_attempts: *max_attempts,
+                    sender: sender.clone(),
+                    request_id: None,
+                };
+                typed(Op::QueueSend, request)
+            }
+            QueueCommand::Receive { queue, consumer, visibility, wait } => {
+                let request = QueueReceiveRequest {
+                    queue: queue.clone(),
+                    consumer_id: consumer.clone(),
+                    visibility_seconds: visibility.map(|d| d.as_secs_f64()),
+                    wait_seconds: wait.map(|d| d.as_secs_f64()),
+                    request_id: None,
+                };
+                typed(Op::QueueReceive, request)
+            }
+            QueueCommand::Ack { queue, message_id, receipt } => {
+                let request = QueueAckRequest {
+                    queue: queue.clone(),
+                    message_id: message_id.clone(),
+                    receipt: *receipt,
+                    request_id: None,
+                };
+                typed(Op::QueueAck, request)
+            }
+            QueueCommand::Nack { queue, message_id, receipt, delay } => {
+                let request = QueueNackRequest {
+                    queue: queue.clone(),
+                    message_id: message_id.clone(),
+                    receipt: *receipt,
+                    delay_seconds: delay.map(|d| d.as_secs_f64()),
+                    request_id: None,
+                };
+                typed(Op::QueueNack, request)
+            }
+            QueueCommand::Peek { queue, limit } => {
+                typed(Op::QueuePeek, QueuePeekRequest { queue: queue.clone(), limit: *limit })
             }
         },
         Command::Workflow(workflow) => match workflow {

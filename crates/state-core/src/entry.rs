@@ -93,10 +93,16 @@ pub enum Action {
     KnowledgeDelete,
     /// A record written by an import, as it was in the store it was exported from.
     Import,
+    MessageSend,
+    MessageReceive,
+    MessageAck,
+    MessageNack,
+    /// Moved to the queue's dead-letter queue after its last attempt.
+    MessageDeadLetter,
 }
 
 impl Action {
-    pub const ALL: [Action; 20] = [
+    pub const ALL: [Action; 25] = [
         Action::LeaseGrant,
         Action::LeaseRenew,
         Action::LeaseRelease,
@@ -117,6 +123,12 @@ impl Action {
         Action::KnowledgeSave,
         Action::KnowledgeDelete,
         Action::Import,
+        // Codes are positions: new actions go last.
+        Action::MessageSend,
+        Action::MessageReceive,
+        Action::MessageAck,
+        Action::MessageNack,
+        Action::MessageDeadLetter,
     ];
 
     /// A stable one-byte code for storage; 0 means "no action".

@@ -34,6 +34,11 @@ pub enum Space {
     /// A reservation of path patterns by one holder, under its scope (a repository), its
     /// holder and its id (entry TTL = the reservation's expiry).
     Reservation,
+    /// A queue's message, under the queue and an id that sorts in receive order (priority,
+    /// then age).
+    Message,
+    /// A queue's dedupe key, naming the message that carries it.
+    MessageDedupe,
     /// The claim on a workflow run: a lease whose expiry returns the run to the queue.
     Claim,
     /// A workflow run record.
@@ -82,7 +87,9 @@ impl Corpus {
     }
 }
 
-const TAGS: [(Space, char); 18] = [
+const TAGS: [(Space, char); 20] = [
+    (Space::Message, 'G'),
+    (Space::MessageDedupe, 'U'),
     (Space::Lease, 'L'),
     (Space::Permit, 'M'),
     (Space::Reservation, 'F'),
@@ -150,6 +157,19 @@ pub fn reservation_key(scope: &str, holder: &str, id: u64) -> String {
 /// Every reservation of `holder` in `scope`.
 pub fn reservation_holder_prefix(scope: &str, holder: &str) -> String {
     format!("{}{holder}{SEP}", reservation_prefix(scope))
+}
+
+/// Every message of `queue`, in receive order, and nothing of another queue.
+pub fn message_prefix(queue: &str) -> String {
+    format!("{}{queue}{SEP}", prefix(Space::Message))
+}
+
+pub fn message_key(queue: &str, message_id: &str) -> String {
+    format!("{}{message_id}", message_prefix(queue))
+}
+
+pub fn message_dedupe_key(queue: &str, dedupe_key: &str) -> String {
+    format!("{}{queue}{SEP}{dedupe_key}", prefix(Space::MessageDedupe))
 }
 
 pub fn claim_key(run_id: &str) -> String {

@@ -21,6 +21,7 @@ pub mod limits;
 pub mod occ;
 pub mod ops;
 pub mod plan;
+pub mod queue;
 pub mod reservation;
 pub mod semaphore;
 pub mod session;

@@ -43,6 +43,8 @@ pub enum HistoryKind {
     Semaphore,
     /// Path reservations, by scope.
     Reservation,
+    /// Queue messages, by queue.
+    Queue,
     Workflow,
     Session,
     Store,
@@ -57,6 +59,7 @@ impl HistoryKind {
             Space::Lease => HistoryKind::Lease,
             Space::Permit => HistoryKind::Semaphore,
             Space::Reservation => HistoryKind::Reservation,
+            Space::Message | Space::MessageDedupe => HistoryKind::Queue,
             Space::Claim | Space::Run | Space::Step | Space::Queue => HistoryKind::Workflow,
             Space::Session | Space::SessionVersion => HistoryKind::Session,
             Space::Checkpoint | Space::CheckpointSession | Space::CheckpointLatest => HistoryKind::Checkpoint,
@@ -74,6 +77,7 @@ impl HistoryKind {
             HistoryKind::Lease => Space::Lease,
             HistoryKind::Semaphore => Space::Permit,
             HistoryKind::Reservation => Space::Reservation,
+            HistoryKind::Queue => Space::Message,
             HistoryKind::Workflow => Space::Run,
             HistoryKind::Session => Space::Session,
             HistoryKind::Store => Space::Store,
@@ -87,7 +91,7 @@ impl HistoryKind {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryRequest {
-    /// Only this kind of record (kv, lease, semaphore, reservation, workflow, session, store, checkpoint, knowledge). With `key` or `prefix`
+    /// Only this kind of record (kv, lease, semaphore, reservation, queue, workflow, session, store, checkpoint, knowledge). With `key` or `prefix`
     /// and no kind, kv is meant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<HistoryKind>,
@@ -147,6 +151,7 @@ impl HistoryRequest {
             (Some(scope), _) if kind == HistoryKind::Reservation => {
                 KeyFilter::Prefix(keyspace::reservation_prefix(scope))
             }
+            (Some(queue), _) if kind == HistoryKind::Queue => KeyFilter::Prefix(keyspace::message_prefix(queue)),
             (Some(key), _) => KeyFilter::Exact(keyspace::key(space, key)),
             (None, Some(prefix)) if !(prefix.is_empty() && space == Space::Kv) => {
                 KeyFilter::Prefix(keyspace::key(space, prefix))
@@ -186,6 +191,11 @@ pub enum HistoryOp {
     Reset,
     /// Written by an import, as it was in the store it came from.
     Import,
+    Send,
+    Receive,
+    Ack,
+    Nack,
+    DeadLetter,
 }
 
 impl HistoryOp {
@@ -209,6 +219,11 @@ impl HistoryOp {
             Some(Action::KnowledgeDelete) => HistoryOp::Delete,
             Some(Action::StoreReset) => HistoryOp::Reset,
             Some(Action::Import) => HistoryOp::Import,
+            Some(Action::MessageSend) => HistoryOp::Send,
+            Some(Action::MessageReceive) => HistoryOp::Receive,
+            Some(Action::MessageAck) => HistoryOp::Ack,
+            Some(Action::MessageNack) => HistoryOp::Nack,
+            Some(Action::MessageDeadLetter) => HistoryOp::DeadLetter,
             None => match kind {
                 EventKind::Put => HistoryOp::Put,
                 EventKind::Delete => HistoryOp::Delete,

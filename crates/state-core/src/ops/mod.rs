@@ -10,6 +10,7 @@ pub mod knowledge;
 pub mod kv;
 pub mod lease;
 pub mod once;
+pub mod queue;
 pub mod reservation;
 pub mod semaphore;
 pub mod session;
@@ -31,6 +32,10 @@ once::mutating!(
     semaphore::SemaphoreAcquireRequest => "semaphore_acquire",
     semaphore::SemaphoreRenewRequest => "semaphore_renew",
     semaphore::SemaphoreReleaseRequest => "semaphore_release",
+    queue::QueueSendRequest => "queue_send",
+    queue::QueueReceiveRequest => "queue_receive",
+    queue::QueueAckRequest => "queue_ack",
+    queue::QueueNackRequest => "queue_nack",
     reservation::ReserveRequest => "paths_reserve",
     reservation::ReservationRenewRequest => "paths_renew",
     reservation::ReservationReleaseRequest => "paths_release",

@@ -168,3 +168,95 @@ fn racing_agents_never_both_hold_an_overlapping_path_reservation() {
     let contested = granted < 8 * 12;
     assert!(contested, "some reserves met a conflict (none: the agents never raced)");
 }
+
+fn owner_pid(client: &mut McpClient) -> u32 {
+    ok(client, "state_health", json!({}))["owner"]["pid"].as_u64().expect("health names the owner's pid") as u32
+}
+
+/// Eight workers, each its own process, drain a queue of messages with priorities, delays and
+/// duplicate sends while the owner is killed mid-way: every message is processed and acked
+/// exactly once, and a receipt from before a redelivery never acks.
+#[test]
+fn eight_workers_drain_a_queue_through_an_owner_kill() {
+    const MESSAGES: u64 = 160;
+    let place = Place::new();
+    let tools = ["--tools", "kv,queue,admin"];
+    let mut producer = place.start(&tools, ProtocolEra::Modern);
+    let mut ids = BTreeSet::new();
+    for n in 0..MESSAGES {
+        let mut args = json!({"queue": "jobs", "body": {"n": n}, "priority": (n % 3) * 3, "sender": "producer"});
+        if n % 8 == 0 {
+            args["delay_seconds"] = json!(0.3);
+        }
+        if n < 40 {
+            args["dedupe_key"] = json!(format!("job-{n}"));
+        }
+        let sent = ok(&mut producer, "queue_send", args);
+        assert_eq!(sent["status"], "sent");
+        ids.insert(sent["message_id"].as_str().unwrap().to_owned());
+    }
+    for n in 0..20u64 {
+        let again = json!({"queue": "jobs", "body": {"n": n}, "dedupe_key": format!("job-{n}")});
+        assert_eq!(ok(&mut producer, "queue_send", again)["status"], "duplicate", "job-{n} is still queued");
+    }
+
+    let processed = Arc::new(Mutex::new(Vec::<(String, u64)>::new()));
+    let acked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let workers: Vec<_> = (0..8)
+        .map(|me| {
+            let mut client = place.start(&tools, if me % 2 == 0 { ProtocolEra::Legacy } else { ProtocolEra::Modern });
+            let (processed, acked) = (processed.clone(), acked.clone());
+            thread::spawn(move || {
+                let mut empty_in_a_row = 0;
+                while empty_in_a_row < 3 {
+                    let args = json!({"queue": "jobs", "consumer_id": format!("w{me}"), "visibility_seconds": 5, "wait_seconds": 1});
+                    let got = client.call("queue_receive", args).expect("tool call");
+                    let got = got.json();
+                    if got["status"] != "received" {
+                        empty_in_a_row += 1;
+                        continue;
+                    }
+                    empty_in_a_row = 0;
+                    let message = &got["message"];
+                    let id = message["message_id"].as_str().unwrap().to_owned();
+                    processed.lock().unwrap().push((id.clone(), message["body"]["n"].as_u64().unwrap()));
+                    let receipt = message["receipt"].as_u64().unwrap();
+                    let ack = ok(&mut client, "queue_ack", json!({"queue": "jobs", "message_id": id, "receipt": receipt}));
+                    if ack["status"] == "ok" {
+                        acked.lock().unwrap().push(id);
+                    }
+                }
+                client.shutdown().unwrap();
+            })
+        })
+        .collect();
+
+    // Kill the owner once the workers are well into the queue; the next call starts another.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while processed.lock().unwrap().len() < 50 {
+        assert!(std::time::Instant::now() < deadline, "the workers made no progress");
+        thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let pid = owner_pid(&mut producer);
+    let status = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
+    assert!(status.success());
+
+    for worker in workers {
+        worker.join().expect("a worker panicked");
+    }
+    assert_ne!(owner_pid(&mut producer), pid, "a new owner took over");
+    let processed = processed.lock().unwrap();
+    let seen: BTreeSet<u64> = processed.iter().map(|(_, n)| *n).collect();
+    assert_eq!(seen, (0..MESSAGES).collect(), "every message was processed");
+    let acked = acked.lock().unwrap();
+    let acked_once: BTreeSet<&String> = acked.iter().collect();
+    assert_eq!(acked.len(), acked_once.len(), "no message was acked twice");
+    assert_eq!(acked_once.into_iter().cloned().collect::<BTreeSet<_>>(), ids, "every message was acked once");
+    let left = ok(&mut producer, "queue_peek", json!({"queue": "jobs"}));
+    assert_eq!(
+        (left["visible"].as_u64(), left["in_flight"].as_u64(), left["delayed"].as_u64()),
+        (Some(0), Some(0), Some(0))
+    );
+    let dead = ok(&mut producer, "queue_peek", json!({"queue": "jobs.dead"}));
+    assert_eq!(dead["visible"], 0, "nothing was dead-lettered");
+}

@@ -5,7 +5,7 @@ use state_e2e::ProtocolEra;
 
 use crate::TestServer;
 
-const NATIVE_TOOLS: [&str; 48] = [
+const NATIVE_TOOLS: [&str; 53] = [
     "state_get",
     "state_set",
     "state_delete",
@@ -27,6 +27,11 @@ const NATIVE_TOOLS: [&str; 48] = [
     "paths_release",
     "paths_list",
     "paths_check",
+    "queue_send",
+    "queue_receive",
+    "queue_ack",
+    "queue_nack",
+    "queue_peek",
     "workflow_create",
     "workflow_claim",
     "workflow_checkpoint",
@@ -56,7 +61,7 @@ const NATIVE_TOOLS: [&str; 48] = [
     "store_import",
 ];
 
-const READ_ONLY: [&str; 23] = [
+const READ_ONLY: [&str; 24] = [
     "state_get",
     "state_list",
     "state_batch_get",
@@ -66,6 +71,7 @@ const READ_ONLY: [&str; 23] = [
     "semaphore_get",
     "paths_list",
     "paths_check",
+    "queue_peek",
     "workflow_resume",
     "workflow_status",
     "workflow_list",
@@ -82,11 +88,12 @@ const READ_ONLY: [&str; 23] = [
     "store_export",
 ];
 
-const IDEMPOTENT: [&str; 9] = [
+const IDEMPOTENT: [&str; 10] = [
     "state_delete",
     "lease_release",
     "semaphore_release",
     "paths_release",
+    "queue_ack",
     "workflow_checkpoint",
     "workflow_complete",
     "workflow_cancel",

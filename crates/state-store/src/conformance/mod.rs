@@ -150,6 +150,7 @@ macro_rules! conformance_suite {
             leases_and_fenced_writes,
             semaphores_grant_up_to_their_capacity,
             path_reservations_refuse_overlaps,
+            queues_deliver_at_least_once_with_receipts,
             workflow_lifecycle,
             sessions_keep_every_version,
             reset_wipes_but_revisions_continue,

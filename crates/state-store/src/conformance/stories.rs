@@ -524,6 +524,93 @@ pub async fn path_reservations_refuse_overlaps(backend: &dyn BackendFactory) {
     assert_eq!(ops, vec![Grant, Grant, Renew, Expire, Release]);
 }
 
+pub async fn queues_deliver_at_least_once_with_receipts(backend: &dyn BackendFactory) {
+    use state_core::ops::queue::{
+        QueueAckRequest, QueueNackRequest, QueuePeekRequest, QueueReceiveRequest, QueueSendRequest, ReceiveStatus,
+        SendStatus, SettleStatus,
+    };
+    let s = Store::new(backend);
+    let send = |body: serde_json::Value, priority: u8, dedupe: Option<&str>| QueueSendRequest {
+        queue: "inbox/w".into(),
+        body,
+        priority: Some(priority),
+        delay_seconds: None,
+        dedupe_key: dedupe.map(str::to_owned),
+        ttl_seconds: None,
+        max_attempts: Some(2),
+        sender: Some("planner".into()),
+        request_id: None,
+    };
+    let receive = |wait_seconds: Option<f64>| QueueReceiveRequest {
+        queue: "inbox/w".into(),
+        consumer_id: "w".into(),
+        visibility_seconds: Some(1.0),
+        wait_seconds,
+        request_id: None,
+    };
+    let low = s.engine.queue_send(send(json!("low"), 0, Some("job-1"))).await.unwrap();
+    let dup = s.engine.queue_send(send(json!("again"), 0, Some("job-1"))).await.unwrap();
+    assert_eq!((dup.status, dup.message_id), (SendStatus::Duplicate, low.message_id.clone()));
+    s.engine.queue_send(send(json!("high"), 9, None)).await.unwrap();
+
+    let first = s.engine.queue_receive(receive(None)).await.unwrap().message.unwrap();
+    assert_eq!(first.body, json!("high"), "priority first");
+    let second = s.engine.queue_receive(receive(None)).await.unwrap().message.unwrap();
+    assert_eq!(second.body, json!("low"));
+    assert_eq!(s.engine.queue_receive(receive(None)).await.unwrap().status, ReceiveStatus::Empty);
+
+    let ack = |m: &state_core::ops::queue::Message, receipt: u64| QueueAckRequest {
+        queue: "inbox/w".into(),
+        message_id: m.message_id.clone(),
+        receipt,
+        request_id: None,
+    };
+    assert_eq!(s.engine.queue_ack(ack(&first, first.receipt.unwrap())).await.unwrap().status, SettleStatus::Ok);
+
+    // The second one's receiver stalls: on the store's clock its visibility runs out, and the
+    // next receiver gets it with a new receipt; the stalled receiver's ack is refused.
+    s.clock.advance_millis(1_000);
+    let redelivered = s.engine.queue_receive(receive(None)).await.unwrap().message.unwrap();
+    assert_eq!((redelivered.message_id.as_str(), redelivered.attempts), (second.message_id.as_str(), 2));
+    assert_eq!(s.engine.queue_ack(ack(&second, second.receipt.unwrap())).await.unwrap().status, SettleStatus::Stale);
+    let nack = QueueNackRequest {
+        queue: "inbox/w".into(),
+        message_id: redelivered.message_id.clone(),
+        receipt: redelivered.receipt.unwrap(),
+        delay_seconds: None,
+        request_id: None,
+    };
+    assert_eq!(s.engine.queue_nack(nack).await.unwrap().status, SettleStatus::Ok);
+    let spent = s.engine.queue_receive(receive(None)).await.unwrap();
+    assert_eq!(spent.dead_lettered, vec![second.message_id.clone()], "two attempts spent: dead-lettered");
+    let peek = s.engine.queue_peek(QueuePeekRequest { queue: "inbox/w.dead".into(), limit: None }).await.unwrap();
+    assert_eq!((peek.visible, peek.messages[0].body.clone()), (1, json!("low")));
+
+    // A waiting receive is answered by the next send.
+    let waiter = {
+        let engine = s.engine.clone();
+        let request = receive(Some(30.0));
+        tokio::spawn(async move { engine.queue_receive(request).await })
+    };
+    tokio::task::yield_now().await;
+    s.engine.queue_send(send(json!("late"), 0, None)).await.unwrap();
+    let woken = tokio::time::timeout(std::time::Duration::from_secs(20), waiter).await.unwrap().unwrap().unwrap();
+    assert_eq!(woken.message.unwrap().body, json!("late"));
+
+    let history = s
+        .engine
+        .history(HistoryRequest {
+            kind: Some(state_core::ops::history::HistoryKind::Queue),
+            key: Some("inbox/w".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    use HistoryOp::*;
+    let ops: Vec<_> = history.events.iter().map(|e| e.op).collect();
+    assert_eq!(ops, vec![Send, Send, Receive, Receive, Ack, Receive, Nack, DeadLetter, Send, Receive]);
+}
+
 pub async fn workflow_lifecycle(backend: &dyn BackendFactory) {
     use state_core::ops::workflow::*;
     let s = Store::new(backend);

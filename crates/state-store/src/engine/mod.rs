@@ -5,6 +5,7 @@
 //! pool, never on the async workers.
 
 mod maintenance;
+mod queue;
 mod reads;
 mod reservation;
 mod semaphore;
