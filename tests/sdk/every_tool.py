@@ -89,6 +89,31 @@ async def native(p):
     await p.call("lease_list", {"prefix": "sdk/"})
     await p.call("lease_release", {"resource_id": "sdk/gpu", "holder_id": "w1", "token": lease["token"]})
 
+    permit = await p.call("semaphore_acquire", {"name": "sdk/slots", "holder_id": "w1", "capacity": 1, "ttl_seconds": 30})
+    await p.call("semaphore_acquire", {"name": "sdk/slots", "holder_id": "w2", "capacity": 1, "ttl_seconds": 30})  # full
+    await p.call("semaphore_acquire", {"name": "sdk/slots", "holder_id": "w3", "capacity": 2, "ttl_seconds": 30})  # mismatch
+    await p.call("semaphore_renew", {"name": "sdk/slots", "holder_id": "w1", "token": permit["token"], "ttl_seconds": 30})
+    await p.call("semaphore_get", {"name": "sdk/slots"})
+    await p.call("semaphore_get", {"name": "sdk/none"})
+    await p.call("semaphore_release", {"name": "sdk/slots", "holder_id": "w1", "token": permit["token"]})
+    await p.call("semaphore_release", {"name": "sdk/slots", "holder_id": "w1", "token": permit["token"]})  # lost
+
+    mine = await p.call("paths_reserve", {"scope": "/sdk", "holder_id": "w1", "patterns": ["src/**"], "ttl_seconds": 30, "reason": "sdk"})
+    await p.call("paths_reserve", {"scope": "/sdk", "holder_id": "w2", "patterns": ["src/lib.rs"], "ttl_seconds": 30})  # conflict
+    await p.call("paths_renew", {"scope": "/sdk", "holder_id": "w1", "reservation_id": mine["reservation"]["reservation_id"], "ttl_seconds": 30})
+    await p.call("paths_check", {"scope": "/sdk", "holder_id": "w2", "path": "src/lib.rs"})
+    await p.call("paths_list", {"scope": "/sdk"})
+    await p.call("paths_release", {"scope": "/sdk", "holder_id": "w1"})
+
+    await p.call("queue_send", {"queue": "sdk/inbox", "body": {"hi": 1}, "priority": 3, "dedupe_key": "d1", "sender": "w1"})
+    await p.call("queue_send", {"queue": "sdk/inbox", "body": {"hi": 2}, "dedupe_key": "d1"})  # duplicate
+    await p.call("queue_peek", {"queue": "sdk/inbox"})
+    got = await p.call("queue_receive", {"queue": "sdk/inbox", "consumer_id": "w2"})
+    await p.call("queue_nack", {"queue": "sdk/inbox", "message_id": got["message"]["message_id"], "receipt": got["message"]["receipt"]})
+    got = await p.call("queue_receive", {"queue": "sdk/inbox", "consumer_id": "w2"})
+    await p.call("queue_ack", {"queue": "sdk/inbox", "message_id": got["message"]["message_id"], "receipt": got["message"]["receipt"]})
+    await p.call("queue_receive", {"queue": "sdk/inbox", "consumer_id": "w2"})  # empty
+
     run = await p.call("workflow_create", {"name": "sdk-job", "tags": {"team": "a"}, "input": {"x": 1}})
     await p.call("workflow_status", {"run_id": run["run_id"]})  # nobody holds it yet
     await p.call("workflow_discover", {"name": "sdk-job"})

@@ -265,6 +265,8 @@ impl Classify for ClaimResult {
         match self.status {
             ClaimStatus::Claimed => Outcome::Ok,
             ClaimStatus::NoneAvailable | ClaimStatus::NotFound => Outcome::NotFound,
+            // Pending, not claimable yet: like a held run, a state of the run, not an error.
+            ClaimStatus::Waiting => Outcome::Conflict,
             ClaimStatus::Held | ClaimStatus::Finished => Outcome::Conflict,
         }
     }

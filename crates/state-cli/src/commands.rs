@@ -397,8 +397,20 @@ pub(crate) enum WorkflowCommand {
         tags: Vec<(String, String)>,
         #[arg(long)]
         max_attempts: Option<u32>,
+        /// A run that must complete first (repeatable)
+        #[arg(long = "depends-on", value_name = "RUN_ID")]
+        depends_on: Vec<String>,
+        /// 0 to 9; higher is claimed first
+        #[arg(long)]
+        priority: Option<u8>,
+        /// Not claimable before this long from now
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        delay: Option<std::time::Duration>,
+        /// While a run with this key is unfinished, return it instead of creating another
+        #[arg(long)]
+        dedupe_key: Option<String>,
     },
-    /// Claim a run (one by id, or the oldest claimable matching --name and --tag)
+    /// Claim a run (one by id, or the highest-priority, oldest claimable matching --name and --tag)
     Claim {
         #[arg(long)]
         agent: String,
@@ -851,12 +863,16 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
             }
         },
         Command::Workflow(workflow) => match workflow {
-            WorkflowCommand::Create { name, input, tags: t, max_attempts } => {
+            WorkflowCommand::Create { name, input, tags: t, max_attempts, depends_on, priority, delay, dedupe_key } => {
                 let request = CreateRunRequest {
                     name: name.clone(),
                     tags: tags(t),
                     input: optional_json(input.as_deref(), "input")?,
                     max_attempts: *max_attempts,
+                    depends_on: depends_on.clone(),
+                    priority: *priority,
+                    delay_seconds: delay.map(|d| d.as_secs_f64()),
+                    dedupe_key: dedupe_key.clone(),
                     agent_id: None,
                     request_id: None,
                 };

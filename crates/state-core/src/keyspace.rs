@@ -39,6 +39,8 @@ pub enum Space {
     Message,
     /// A queue's dedupe key, naming the message that carries it.
     MessageDedupe,
+    /// A run's dedupe key, naming the run that carries it.
+    RunDedupe,
     /// The claim on a workflow run: a lease whose expiry returns the run to the queue.
     Claim,
     /// A workflow run record.
@@ -87,7 +89,8 @@ impl Corpus {
     }
 }
 
-const TAGS: [(Space, char); 20] = [
+const TAGS: [(Space, char); 21] = [
+    (Space::RunDedupe, 'J'),
     (Space::Message, 'G'),
     (Space::MessageDedupe, 'U'),
     (Space::Lease, 'L'),
@@ -170,6 +173,10 @@ pub fn message_key(queue: &str, message_id: &str) -> String {
 
 pub fn message_dedupe_key(queue: &str, dedupe_key: &str) -> String {
     format!("{}{queue}{SEP}{dedupe_key}", prefix(Space::MessageDedupe))
+}
+
+pub fn run_dedupe_key(dedupe_key: &str) -> String {
+    key(Space::RunDedupe, dedupe_key)
 }
 
 pub fn claim_key(run_id: &str) -> String {

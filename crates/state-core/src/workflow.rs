@@ -22,11 +22,10 @@ use serde_json::{Value, json};
 
 use crate::entry::{Action, Entry, live};
 use crate::keyspace::{self, Space};
-use crate::ops::OkStatus;
 use crate::ops::workflow::{
     CancelResult, CancelStatus, CheckpointResult, CheckpointStatus, ClaimResult, ClaimStatus, CreateRunRequest,
-    CreateRunResult, FinishResult, FoundStatus, HeartbeatResult, HolderStatus, ListRunsResult, ResumeResult, RunStatus,
-    RunStatusResult, RunSummary, StepOutput,
+    CreateRunResult, CreateStatus, FinishResult, FoundStatus, HeartbeatResult, HolderStatus, ListRunsResult,
+    ResumeResult, RunStatus, RunStatusResult, RunSummary, StepOutput,
 };
 use crate::plan::{Changes, Plan, Record, WriteContext};
 use crate::time::UnixMillis;
@@ -50,6 +49,15 @@ pub struct RunRecord {
     pub error: Option<String>,
     pub created_at: UnixMillis,
     pub updated_at: UnixMillis,
+    /// Runs that must complete first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
+    #[serde(default)]
+    pub priority: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<UnixMillis>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe_key: Option<String>,
 }
 
 /// What a claim entry holds; its TTL is the claim's lease.
@@ -168,9 +176,25 @@ impl RunView {
             holder,
             lease_expires_at,
             error,
+            priority: self.run.priority,
+            waiting_on: Vec::new(),
+            blocked_by: None,
+            not_before: self.run.not_before.filter(|at| *at > now).map(UnixMillis::to_rfc3339),
             created_at: self.run.created_at.to_rfc3339(),
             updated_at: self.run.updated_at.to_rfc3339(),
         }
+    }
+
+    /// The summary with what the run waits on: its unfinished dependencies, or the one that
+    /// failed or was cancelled and so blocks it for good.
+    pub fn describe<V: StateView + ?Sized>(&self, view: &V, now: UnixMillis) -> Result<RunSummary, V::Error> {
+        let mut summary = self.summary(now);
+        if summary.run_status == RunStatus::Pending {
+            let deps = dependencies(view, &self.run, now)?;
+            summary.waiting_on = deps.waiting_on;
+            summary.blocked_by = deps.blocked_by;
+        }
+        Ok(summary)
     }
 
     fn matches(&self, name: Option<&str>, tags: &BTreeMap<String, String>) -> bool {
@@ -178,13 +202,84 @@ impl RunView {
     }
 }
 
+/// Where a run's dependencies stand.
+#[derive(Debug, Default)]
+struct Dependencies {
+    waiting_on: Vec<String>,
+    blocked_by: Option<String>,
+}
+
+impl Dependencies {
+    fn met(&self) -> bool {
+        self.waiting_on.is_empty() && self.blocked_by.is_none()
+    }
+}
+
+/// A run's dependencies at `now`. A dependency that does not exist blocks the run like one
+/// that failed: waiting for it could never end.
+fn dependencies<V: StateView + ?Sized>(view: &V, run: &RunRecord, now: UnixMillis) -> Result<Dependencies, V::Error> {
+    let mut deps = Dependencies::default();
+    for dep in &run.depends_on {
+        match RunView::load(view, dep)?.map(|d| d.status(now)) {
+            Some(RunStatus::Completed) => {}
+            Some(RunStatus::Pending | RunStatus::Running) => deps.waiting_on.push(dep.clone()),
+            Some(status) => {
+                deps.blocked_by.get_or_insert_with(|| format!("dependency {dep} is {}", status_name(status)));
+            }
+            None => {
+                deps.blocked_by.get_or_insert_with(|| format!("dependency {dep} does not exist"));
+            }
+        }
+    }
+    Ok(deps)
+}
+
+fn status_name(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Pending => "pending",
+        RunStatus::Running => "running",
+        RunStatus::Completed => "completed",
+        RunStatus::Failed => "failed",
+        RunStatus::Cancelled => "cancelled",
+    }
+}
+
+/// Whether a run whose phase allows a claim may be claimed now: its delay passed and every
+/// dependency completed.
+fn ready<V: StateView + ?Sized>(view: &V, run: &RunView, now: UnixMillis) -> Result<bool, V::Error> {
+    if run.run.not_before.is_some_and(|at| at > now) {
+        return Ok(false);
+    }
+    Ok(dependencies(view, &run.run, now)?.met())
+}
+
 fn lapse_error(run: &RunRecord) -> String {
     format!("the claim of attempt {} expired and no attempts remain (max_attempts {})", run.attempt, run.max_attempts)
 }
 
-/// Creates a run, pending, with a time-ordered id.
-pub fn plan_create(req: &CreateRunRequest, ctx: &WriteContext) -> Plan<CreateRunResult> {
+/// Creates a run, pending, with a time-ordered id; or, when an unfinished run carries the
+/// same dedupe key, returns that one.
+pub fn plan_create<V: StateView + ?Sized>(
+    view: &V,
+    req: &CreateRunRequest,
+    ctx: &WriteContext,
+) -> Result<Plan<CreateRunResult>, V::Error> {
+    let dedupe_index = req.dedupe_key.as_deref().map(keyspace::run_dedupe_key);
+    if let Some(index) = &dedupe_index
+        && let Some(entry) = view.get(index)?
+        && let Some(existing) = entry.value.get("run_id").and_then(Value::as_str)
+        && let Some(run) = RunView::load(view, existing)?
+        && matches!(run.status(ctx.now), RunStatus::Pending | RunStatus::Running)
+    {
+        return Ok(Plan::unchanged(CreateRunResult {
+            status: CreateStatus::Duplicate,
+            run_id: existing.to_owned(),
+            name: run.run.name,
+            revision: ctx.revision,
+        }));
+    }
     let id = run_id(ctx.now, ctx.next_revision());
+    let delay = req.delay_millis();
     let run = RunRecord {
         name: req.name.clone(),
         tags: req.tags.clone(),
@@ -199,13 +294,24 @@ pub fn plan_create(req: &CreateRunRequest, ctx: &WriteContext) -> Plan<CreateRun
         error: None,
         created_at: ctx.now,
         updated_at: ctx.now,
+        depends_on: req.depends_on.clone(),
+        priority: req.priority.unwrap_or(0),
+        not_before: (delay > 0).then(|| ctx.now.plus_millis(delay)),
+        dedupe_key: req.dedupe_key.clone(),
     };
     let mut changes = Changes::new(ctx, req.agent_id.as_deref());
-    let detail = json!({"name": run.name, "tags": run.tags, "max_attempts": run.max_attempts});
+    let mut detail = json!({"name": run.name, "tags": run.tags, "max_attempts": run.max_attempts});
+    if !run.depends_on.is_empty() {
+        detail["depends_on"] = json!(run.depends_on);
+    }
     changes.write(None, &keyspace::run_key(&id), encode(&run), None, Record::Transition(Action::RunCreate, detail));
     changes.write(None, &keyspace::queue_key(&id), Value::Null, None, Record::Silent);
+    if let Some(index) = &dedupe_index {
+        let stored = view.get(index)?;
+        changes.write(stored.as_ref(), index, json!({"run_id": id}), None, Record::Silent);
+    }
     let revision = changes.revision();
-    changes.finish(CreateRunResult { status: OkStatus::Ok, run_id: id, name: req.name.clone(), revision })
+    Ok(changes.finish(CreateRunResult { status: CreateStatus::Ok, run_id: id, name: req.name.clone(), revision }))
 }
 
 /// Writes a run's claim entry: silent, its TTL is the claim's lease.
@@ -336,6 +442,13 @@ pub fn plan_claim<V: StateView + ?Sized>(
                         ..claim_outcome(ClaimStatus::Finished, ctx.revision)
                     }));
                 }
+                Phase::Pending | Phase::Lapsed { .. } if !ready(view, &run, now)? => {
+                    return Ok(Plan::unchanged(ClaimResult {
+                        run_id: Some(run_id.to_owned()),
+                        run_status: Some(RunStatus::Pending),
+                        ..claim_outcome(ClaimStatus::Waiting, ctx.revision)
+                    }));
+                }
                 _ => run,
             }
         }
@@ -349,22 +462,32 @@ pub fn plan_claim<V: StateView + ?Sized>(
     Ok(changes.finish(result))
 }
 
-/// The oldest run in the queue that is claimable now and matches the filters.
+/// The claimable run matching the filters with the highest priority, the oldest of those:
+/// claimable now, its delay passed and its dependencies completed.
 fn next_claimable<V: StateView + ?Sized>(
     view: &V,
     args: ClaimArgs<'_>,
     now: UnixMillis,
 ) -> Result<Option<RunView>, V::Error> {
-    let mut found = None;
+    let mut found: Option<RunView> = None;
     let mut failure = None;
     view.scan(&keyspace::prefix(Space::Queue), None, &mut |queued| {
         let (_, run_id) = keyspace::classify(&queued.key);
-        match RunView::load(view, run_id) {
-            Ok(Some(run)) if run.matches(args.name, args.tags) && claimable(&run.phase(now)) => {
-                found = Some(run);
-                false
+        let candidate = RunView::load(view, run_id).and_then(|run| match run {
+            Some(run) if run.matches(args.name, args.tags) && claimable(&run.phase(now)) => {
+                Ok(ready(view, &run, now)?.then_some(run))
             }
-            Ok(_) => true,
+            _ => Ok(None),
+        });
+        match candidate {
+            Ok(Some(run)) => {
+                // The queue is in creation order: a later run wins only with a higher priority.
+                if found.as_ref().is_none_or(|best| run.run.priority > best.run.priority) {
+                    found = Some(run);
+                }
+                found.as_ref().is_none_or(|best| best.run.priority < crate::ops::workflow::MAX_RUN_PRIORITY)
+            }
+            Ok(None) => true,
             Err(e) => {
                 failure = Some(e);
                 false
@@ -733,7 +856,7 @@ pub fn status<V: StateView + ?Sized>(
         Some(run) => RunStatusResult {
             status: FoundStatus::Ok,
             run_id: run_id.to_owned(),
-            run: Some(run.summary(now)),
+            run: Some(run.describe(view, now)?),
             revision,
         },
         None => RunStatusResult { status: FoundStatus::NotFound, run_id: run_id.to_owned(), run: None, revision },
@@ -811,7 +934,10 @@ pub fn list<V: StateView + ?Sized>(
             let Some(run) = decode::<RunRecord>(&entry) else { return Ok(None) };
             let run = RunView { entry, run, claim };
             let wanted = run.matches(filter.name, filter.tags) && filter.status.is_none_or(|s| s == run.status(now));
-            Ok(wanted.then(|| run.summary(now)))
+            if !wanted {
+                return Ok(None);
+            }
+            run.describe(view, now).map(Some)
         },
         |run: &RunSummary| &run.run_id,
     )?;

@@ -56,6 +56,7 @@ pub async fn workflow_create<S: Seam>(seam: &S, a: WorkflowCreateArgs, id: Optio
         max_attempts: None,
         agent_id: None,
         request_id: id,
+        ..CreateRunRequest::default()
     };
     let created = seam.call(native::WORKFLOW_CREATE, request).await?;
     Answer::shaped(&CreateResult { run_id: created.run_id, name: created.name, status: "created".into() })

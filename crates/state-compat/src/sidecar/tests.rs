@@ -12,6 +12,10 @@ fn run(status: RunStatus, last_step: u64) -> RunSummary {
         holder: Some("w".into()),
         lease_expires_at: None,
         error: None,
+        priority: 0,
+        waiting_on: Vec::new(),
+        blocked_by: None,
+        not_before: None,
         created_at: UnixMillis(1_500).to_rfc3339(),
         updated_at: UnixMillis(2_250).to_rfc3339(),
     }

@@ -60,7 +60,7 @@ impl HistoryKind {
             Space::Permit => HistoryKind::Semaphore,
             Space::Reservation => HistoryKind::Reservation,
             Space::Message | Space::MessageDedupe => HistoryKind::Queue,
-            Space::Claim | Space::Run | Space::Step | Space::Queue => HistoryKind::Workflow,
+            Space::Claim | Space::Run | Space::Step | Space::Queue | Space::RunDedupe => HistoryKind::Workflow,
             Space::Session | Space::SessionVersion => HistoryKind::Session,
             Space::Checkpoint | Space::CheckpointSession | Space::CheckpointLatest => HistoryKind::Checkpoint,
             Space::Note => HistoryKind::Knowledge,

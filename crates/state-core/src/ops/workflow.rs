@@ -55,7 +55,7 @@ fn validate_tags(tags: &BTreeMap<String, String>) -> Result<(), InvalidInput> {
 }
 
 /// Register a run for some worker to pick up.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateRunRequest {
     /// What kind of work, e.g. `nightly-report`.
@@ -69,6 +69,18 @@ pub struct CreateRunRequest {
     /// Claims allowed before the run fails for good (default 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<u32>,
+    /// Runs that must complete before this one can be claimed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
+    /// 0 to 9 (default 0); claim takes higher first, then older.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u8>,
+    /// Seconds before it can be claimed (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_seconds: Option<f64>,
+    /// While a run with this key is unfinished, creating another returns it instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
     /// Idempotency key: a retry with it returns the first result.
@@ -76,11 +88,48 @@ pub struct CreateRunRequest {
     pub request_id: Option<String>,
 }
 
+/// Most runs one run may depend on.
+pub const MAX_DEPENDENCIES: usize = 100;
+/// Highest run priority.
+pub const MAX_RUN_PRIORITY: u8 = 9;
+
 impl CreateRunRequest {
+    /// The delay before the run can be claimed, in milliseconds.
+    pub fn delay_millis(&self) -> u64 {
+        self.delay_seconds.map_or(0, |s| (s * 1000.0) as u64)
+    }
+
     pub fn validate(&self, limits: &Limits) -> Result<(), InvalidInput> {
         validate_key("name", &self.name)?;
         validate_tags(&self.tags)?;
         limits.check_value("input", &self.input)?;
+        if self.depends_on.len() > MAX_DEPENDENCIES {
+            return Err(InvalidInput::TooMany {
+                argument: "depends_on".into(),
+                len: self.depends_on.len(),
+                max: MAX_DEPENDENCIES,
+            });
+        }
+        for run_id in &self.depends_on {
+            validate_key("depends_on", run_id)?;
+        }
+        if self.priority.is_some_and(|p| p > MAX_RUN_PRIORITY) {
+            return Err(InvalidInput::OutOfRange {
+                argument: "priority",
+                message: format!("must be 0 to {MAX_RUN_PRIORITY}"),
+            });
+        }
+        if let Some(delay) = self.delay_seconds
+            && (!(0.0..=crate::time::MAX_TTL_SECONDS).contains(&delay) || delay.is_nan())
+        {
+            return Err(InvalidInput::OutOfRange {
+                argument: "delay_seconds",
+                message: "must be 0 or more seconds, at most ten years".into(),
+            });
+        }
+        if let Some(key) = &self.dedupe_key {
+            validate_key("dedupe_key", key)?;
+        }
         if let Some(n) = self.max_attempts
             && !(1..=MAX_ATTEMPTS_LIMIT).contains(&n)
         {
@@ -100,9 +149,17 @@ impl CreateRunRequest {
     }
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CreateStatus {
+    Ok,
+    /// An unfinished run with the same dedupe_key exists: this is it.
+    Duplicate,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CreateRunResult {
-    pub status: super::OkStatus,
+    pub status: CreateStatus,
     /// Time-ordered: sorting run ids sorts runs by creation.
     pub run_id: String,
     pub name: String,
@@ -157,6 +214,8 @@ pub enum ClaimStatus {
     /// The run is finished (or out of attempts) and will not be claimable again.
     Finished,
     NotFound,
+    /// The run waits on unfinished dependencies or its delay; `run_status` says it is pending.
+    Waiting,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -435,8 +494,23 @@ pub struct RunSummary {
     /// The latest failure, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: u8,
+    /// Dependencies not completed yet: it cannot be claimed before they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_on: Vec<String>,
+    /// A dependency failed or was cancelled: this run will never be claimable (cancel it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<String>,
+    /// Not claimable before this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+fn is_zero(n: &u8) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

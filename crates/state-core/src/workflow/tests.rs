@@ -17,8 +17,9 @@ fn create(sim: &mut Sim, name: &str, tags: &[(&str, &str)], max_attempts: u32) -
         input: json!({"job": name}),
         max_attempts: Some(max_attempts),
         agent_id: None,
+        ..CreateRunRequest::default()
     };
-    sim.run(|_, ctx| Ok(plan_create(&req, ctx))).run_id
+    sim.run(|v, ctx| plan_create(v, &req, ctx)).run_id
 }
 
 fn claim(sim: &mut Sim, agent: &str, run_id: Option<&str>, tags: &[(&str, &str)]) -> ClaimResult {
@@ -401,6 +402,139 @@ mod properties {
                     }
                 }
             }
+        }
+    }
+}
+
+fn create_with(sim: &mut Sim, name: &str, extra: CreateRunRequest) -> CreateRunResult {
+    let req = CreateRunRequest { name: name.into(), max_attempts: Some(1), ..extra };
+    sim.run(|v, ctx| plan_create(v, &req, ctx))
+}
+
+/// Finishes a run claimed by worker "w".
+fn finish(sim: &mut Sim, claimed: &ClaimResult, ending: Ending) {
+    let run = claimed.run_id.clone().unwrap();
+    let caller = as_holder("w", claimed.token.unwrap());
+    sim.run(|v, ctx| plan_finish(v, &run, caller, &ending, ctx));
+}
+
+#[test]
+fn a_run_is_claimable_only_once_every_dependency_completed() {
+    let mut sim = Sim::new();
+    let a = create_with(&mut sim, "a", CreateRunRequest::default()).run_id;
+    let b = create_with(&mut sim, "b", CreateRunRequest::default()).run_id;
+    let c =
+        create_with(&mut sim, "c", CreateRunRequest { depends_on: vec![a.clone(), b.clone()], ..Default::default() })
+            .run_id;
+    let waiting = claim(&mut sim, "w", Some(&c), &[]);
+    assert_eq!(waiting.status, ClaimStatus::Waiting, "named, it says why it cannot be claimed");
+    assert_eq!(status(&sim, &c).waiting_on, vec![a.clone(), b.clone()]);
+
+    let first = claim(&mut sim, "w", None, &[]);
+    assert_eq!(first.run_id.as_deref(), Some(a.as_str()), "c is skipped while it waits");
+    finish(&mut sim, &first, Ending::Complete { result: json!(1) });
+    assert_eq!(status(&sim, &c).waiting_on, vec![b.clone()]);
+    let second = claim(&mut sim, "w", None, &[]);
+    assert_eq!(second.run_id.as_deref(), Some(b.as_str()));
+    finish(&mut sim, &second, Ending::Complete { result: json!(2) });
+    let third = claim(&mut sim, "w", None, &[]);
+    assert_eq!(third.run_id.as_deref(), Some(c.as_str()), "claimable once both completed");
+}
+
+#[test]
+fn a_failed_dependency_blocks_its_dependents_visibly() {
+    let mut sim = Sim::new();
+    let a = create_with(&mut sim, "a", CreateRunRequest::default()).run_id;
+    let b = create_with(&mut sim, "b", CreateRunRequest { depends_on: vec![a.clone()], ..Default::default() }).run_id;
+    let claimed = claim(&mut sim, "w", Some(&a), &[]);
+    finish(&mut sim, &claimed, Ending::Fail { error: "broke".into(), retryable: false });
+    let blocked = status(&sim, &b);
+    assert_eq!(blocked.blocked_by, Some(format!("dependency {a} is failed")));
+    assert_eq!(claim(&mut sim, "w", None, &[]).status, ClaimStatus::NoneAvailable);
+    let missing =
+        create_with(&mut sim, "c", CreateRunRequest { depends_on: vec!["nope".into()], ..Default::default() });
+    assert_eq!(status(&sim, &missing.run_id).blocked_by.as_deref(), Some("dependency nope does not exist"));
+}
+
+#[test]
+fn higher_priority_runs_are_claimed_first_and_delayed_ones_wait() {
+    let mut sim = Sim::new();
+    let low = create_with(&mut sim, "low", CreateRunRequest::default()).run_id;
+    let later = create_with(
+        &mut sim,
+        "later",
+        CreateRunRequest { priority: Some(9), delay_seconds: Some(1.0), ..Default::default() },
+    )
+    .run_id;
+    let high = create_with(&mut sim, "high", CreateRunRequest { priority: Some(5), ..Default::default() }).run_id;
+    assert_eq!(claim(&mut sim, "w", None, &[]).run_id.as_deref(), Some(high.as_str()));
+    assert_eq!(claim(&mut sim, "w", None, &[]).run_id.as_deref(), Some(low.as_str()), "the delayed one is not due");
+    assert!(status(&sim, &later).not_before.is_some());
+    sim.advance(1_000);
+    assert_eq!(claim(&mut sim, "w", None, &[]).run_id.as_deref(), Some(later.as_str()));
+}
+
+#[test]
+fn a_dedupe_key_returns_the_unfinished_run_and_frees_once_it_finished() {
+    let mut sim = Sim::new();
+    let keyed = || CreateRunRequest { dedupe_key: Some("nightly-2026-11-26".into()), ..Default::default() };
+    let first = create_with(&mut sim, "nightly", keyed());
+    let again = create_with(&mut sim, "nightly", keyed());
+    assert_eq!((again.status, again.run_id.as_str()), (CreateStatus::Duplicate, first.run_id.as_str()));
+    let claimed = claim(&mut sim, "w", Some(&first.run_id), &[]);
+    finish(&mut sim, &claimed, Ending::Complete { result: json!("done") });
+    let after = create_with(&mut sim, "nightly", keyed());
+    assert_eq!(after.status, CreateStatus::Ok, "a finished run no longer dedupes");
+    assert_ne!(after.run_id, first.run_id);
+}
+
+/// A random DAG of 50 runs drained by claims in a random interleaving: a run is only ever
+/// claimed once every run it depends on completed.
+#[test]
+fn random_dags_are_claimed_in_dependency_order() {
+    for seed in 1..=20u64 {
+        let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let mut sim = Sim::new();
+        let mut ids: Vec<String> = Vec::new();
+        let mut deps: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for i in 0..50 {
+            let parents: Vec<String> =
+                if i == 0 { Vec::new() } else { (0..next(3)).map(|_| ids[next(i) as usize].clone()).collect() };
+            let priority = Some(next(10) as u8);
+            let id = create_with(
+                &mut sim,
+                "dag",
+                CreateRunRequest { depends_on: parents.clone(), priority, ..Default::default() },
+            )
+            .run_id;
+            deps.insert(id.clone(), parents);
+            ids.push(id);
+        }
+        let mut completed = std::collections::BTreeSet::new();
+        let mut held: Vec<ClaimResult> = Vec::new();
+        while completed.len() < ids.len() {
+            if held.len() < 8 {
+                let got = claim(&mut sim, "w", None, &[]);
+                if got.status == ClaimStatus::Claimed {
+                    let run = got.run_id.clone().unwrap();
+                    assert!(
+                        deps[&run].iter().all(|d| completed.contains(d)),
+                        "seed {seed}: {run} claimed before its dependencies"
+                    );
+                    held.push(got);
+                    continue;
+                }
+            }
+            assert!(!held.is_empty(), "seed {seed}: nothing claimable and nothing running: stuck");
+            let done = held.remove(next(held.len() as u64) as usize);
+            finish(&mut sim, &done, Ending::Complete { result: json!(null) });
+            completed.insert(done.run_id.unwrap());
         }
     }
 }

@@ -260,3 +260,89 @@ fn eight_workers_drain_a_queue_through_an_owner_kill() {
     let dead = ok(&mut producer, "queue_peek", json!({"queue": "jobs.dead"}));
     assert_eq!(dead["visible"], 0, "nothing was dead-lettered");
 }
+
+/// A DAG of 50 runs with priorities, drained by eight worker processes: no run is claimed
+/// before every run it depends on completed, and every run completes.
+#[test]
+fn eight_workers_claim_a_dag_of_runs_in_dependency_order() {
+    let place = Place::new();
+    let tools = ["--tools", "kv,workflow,watch"];
+    let mut planner = place.start(&tools, ProtocolEra::Modern);
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    let mut runs: Vec<String> = Vec::new();
+    let mut depends: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+    for i in 0..50u64 {
+        let parents: Vec<String> =
+            if i == 0 { Vec::new() } else { (0..next(3)).map(|_| runs[next(i) as usize].clone()).collect() };
+        let args = json!({"name": "dag", "depends_on": parents, "priority": next(10), "input": {"i": i}});
+        let created = ok(&mut planner, "workflow_create", args);
+        let id = created["run_id"].as_str().unwrap().to_owned();
+        depends.insert(id.clone(), parents);
+        runs.push(id);
+    }
+    let total = runs.len();
+    let log = Arc::new(Mutex::new(Vec::<(String, u64, u64)>::new()));
+    let workers: Vec<_> = (0..8)
+        .map(|me| {
+            let mut client = place.start(&tools, ProtocolEra::Legacy);
+            let log = log.clone();
+            thread::spawn(move || {
+                let agent = format!("w{me}");
+                loop {
+                    if log.lock().unwrap().len() == total {
+                        break;
+                    }
+                    let claim = ok(
+                        &mut client,
+                        "workflow_claim",
+                        json!({"agent_id": agent, "name": "dag", "lease_ttl_seconds": 60}),
+                    );
+                    if claim["status"] != "claimed" {
+                        // Nothing claimable now: wait for the next change to any run.
+                        let after = claim["revision"].as_u64().unwrap();
+                        ok(
+                            &mut client,
+                            "state_watch",
+                            json!({"kind": "workflow", "after_revision": after, "timeout_seconds": 1}),
+                        );
+                        continue;
+                    }
+                    let run = claim["run_id"].as_str().unwrap().to_owned();
+                    let token = claim["token"].as_u64().unwrap();
+                    let done = ok(
+                        &mut client,
+                        "workflow_complete",
+                        json!({"run_id": run, "agent_id": agent, "token": token, "result": me}),
+                    );
+                    assert_eq!(done["status"], "ok", "{done}");
+                    let claimed_at = claim["revision"].as_u64().unwrap();
+                    log.lock().unwrap().push((run, claimed_at, done["revision"].as_u64().unwrap()));
+                }
+                client.shutdown().unwrap();
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("a worker panicked");
+    }
+    let log = log.lock().unwrap();
+    let by_run: std::collections::BTreeMap<&str, (u64, u64)> =
+        log.iter().map(|(run, claimed, completed)| (run.as_str(), (*claimed, *completed))).collect();
+    assert_eq!(by_run.len(), total, "every run completed exactly once");
+    for (run, parents) in &depends {
+        let (claimed, _) = by_run[run.as_str()];
+        for parent in parents {
+            let (_, parent_done) = by_run[parent.as_str()];
+            assert!(
+                claimed > parent_done,
+                "{run} was claimed at revision {claimed}, before {parent} completed at {parent_done}"
+            );
+        }
+    }
+}

@@ -611,6 +611,53 @@ pub async fn queues_deliver_at_least_once_with_receipts(backend: &dyn BackendFac
     assert_eq!(ops, vec![Send, Send, Receive, Receive, Ack, Receive, Nack, DeadLetter, Send, Receive]);
 }
 
+pub async fn runs_wait_for_their_dependencies(backend: &dyn BackendFactory) {
+    use state_core::ops::workflow::{
+        ClaimRequest, ClaimStatus, CompleteRequest, CreateRunRequest, CreateStatus, RunRequest,
+    };
+    let s = Store::new(backend);
+    let create = |name: &str, extra: CreateRunRequest| CreateRunRequest { name: name.into(), ..extra };
+    let a = s.engine.workflow_create(create("a", CreateRunRequest::default())).await.unwrap().run_id;
+    let b = s
+        .engine
+        .workflow_create(create(
+            "b",
+            CreateRunRequest { depends_on: vec![a.clone()], priority: Some(9), ..Default::default() },
+        ))
+        .await
+        .unwrap()
+        .run_id;
+    let keyed = || create("c", CreateRunRequest { dedupe_key: Some("c-once".into()), ..Default::default() });
+    let c = s.engine.workflow_create(keyed()).await.unwrap();
+    let again = s.engine.workflow_create(keyed()).await.unwrap();
+    assert_eq!((again.status, again.run_id.as_str()), (CreateStatus::Duplicate, c.run_id.as_str()));
+
+    let claim = |run_id: Option<&str>| ClaimRequest {
+        agent_id: "w".into(),
+        lease_ttl_seconds: Some(60.0),
+        run_id: run_id.map(str::to_owned),
+        tags: Default::default(),
+        name: None,
+        request_id: None,
+    };
+    let waiting = s.engine.workflow_claim(claim(Some(&b))).await.unwrap();
+    assert_eq!(waiting.status, ClaimStatus::Waiting, "b waits on a");
+    let status = s.engine.workflow_status(RunRequest { run_id: b.clone() }).await.unwrap();
+    assert_eq!(status.run.unwrap().waiting_on, vec![a.clone()]);
+    let first = s.engine.workflow_claim(claim(None)).await.unwrap();
+    assert_eq!(first.run_id.as_deref(), Some(a.as_str()), "b has the higher priority but is not ready");
+    let complete = CompleteRequest {
+        run_id: a.clone(),
+        agent_id: "w".into(),
+        token: first.token.unwrap(),
+        result: json!(1),
+        request_id: None,
+    };
+    s.engine.workflow_complete(complete).await.unwrap();
+    let second = s.engine.workflow_claim(claim(None)).await.unwrap();
+    assert_eq!(second.run_id.as_deref(), Some(b.as_str()), "ready now, and first by priority");
+}
+
 pub async fn workflow_lifecycle(backend: &dyn BackendFactory) {
     use state_core::ops::workflow::*;
     let s = Store::new(backend);
@@ -623,6 +670,7 @@ pub async fn workflow_lifecycle(backend: &dyn BackendFactory) {
             input: json!({"day": 1}),
             max_attempts: Some(3),
             agent_id: Some("planner".into()),
+            ..CreateRunRequest::default()
         })
         .await
         .unwrap();
@@ -804,6 +852,7 @@ pub async fn system_records_stay_out_of_user_listings(backend: &dyn BackendFacto
             input: json!(null),
             max_attempts: None,
             agent_id: None,
+            ..CreateRunRequest::default()
         })
         .await
         .unwrap();
@@ -890,6 +939,7 @@ pub async fn request_ids_make_retries_safe(backend: &dyn BackendFactory) {
         max_attempts: None,
         agent_id: None,
         request_id: Some("create-1".into()),
+        ..CreateRunRequest::default()
     };
     let made = s.engine.workflow_create(create.clone()).await.unwrap();
     assert_eq!(s.engine.workflow_create(create).await.unwrap().run_id, made.run_id);

@@ -311,7 +311,7 @@ impl Engine {
 
     pub async fn workflow_create(&self, req: CreateRunRequest) -> Result<CreateRunResult, EngineError> {
         req.validate(&self.inner.config.limits)?;
-        self.plan(Once::of(&req)?, move |_, ctx| Ok(workflow::plan_create(&req, ctx))).await
+        self.plan(Once::of(&req)?, move |view, ctx| workflow::plan_create(view, &req, ctx)).await
     }
 
     pub async fn workflow_claim(&self, req: ClaimRequest) -> Result<ClaimResult, EngineError> {

@@ -65,6 +65,7 @@ async fn sixteen_workers_drain_runs_through_crashes() {
             input: json!(i),
             max_attempts: Some(50),
             agent_id: None,
+            ..CreateRunRequest::default()
         };
         runs.insert(store.engine.workflow_create(req).await.unwrap().run_id);
     }

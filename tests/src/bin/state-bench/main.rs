@@ -8,6 +8,7 @@ mod floor;
 mod http;
 mod knowledge;
 mod lone;
+mod queue;
 mod replicas;
 mod tui;
 mod watch;
@@ -52,10 +53,13 @@ struct Args {
     /// Keys in the store the inspector opens
     #[arg(long, default_value_t = 100_000)]
     tui_keys: usize,
+    /// Messages sent, then drained, in the queue section
+    #[arg(long, default_value_t = 5_000)]
+    queue_messages: u64,
     /// Writes of 1 MB in the stalled-watcher section
     #[arg(long, default_value_t = 1000)]
     stalled_writes: usize,
-    /// Only run sections whose name contains this (engine, knowledge, mcp, http, stalled, replicas, tui)
+    /// Only run sections whose name contains this (engine, queue, knowledge, mcp, http, stalled, replicas, tui)
     #[arg(long)]
     only: Option<String>,
     /// Internal: echo on this Unix socket (the other end of the round-trip floor)
@@ -79,6 +83,9 @@ fn main() -> Result<()> {
         runtime.block_on(engine_workflows(duration))?;
         runtime.block_on(watch::engine_fanout(duration))?;
         runtime.block_on(watch::engine_stuck_watcher(duration))?;
+    }
+    if wants("queue") {
+        runtime.block_on(queue::engine_queue(args.queue_messages, &[1, 8]))?;
     }
     if wants("knowledge") {
         runtime.block_on(knowledge::engine_knowledge(&args.notes))?;
@@ -332,6 +339,7 @@ async fn engine_workflows(duration: Duration) -> Result<()> {
                 input: json!(i),
                 max_attempts: None,
                 agent_id: None,
+                ..CreateRunRequest::default()
             };
             engine.workflow_create(req).await
         }));
