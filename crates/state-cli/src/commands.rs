@@ -459,6 +459,9 @@ pub(crate) enum WorkflowCommand {
         /// Return the run to the queue (until its attempts run out)
         #[arg(long)]
         retryable: bool,
+        /// With --retryable: not claimable again before this long from now (a backoff)
+        #[arg(long, value_parser = state_api::cli::parse_duration, requires = "retryable")]
+        retry_delay: Option<std::time::Duration>,
     },
     /// Cancel a run that has not finished
     Cancel {
@@ -922,13 +925,14 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 };
                 typed(Op::WorkflowComplete, request)
             }
-            WorkflowCommand::Fail { claim, error, retryable } => {
+            WorkflowCommand::Fail { claim, error, retryable, retry_delay } => {
                 let request = FailRequest {
                     run_id: claim.run.clone(),
                     agent_id: claim.agent.clone(),
                     token: claim.fencing_token,
                     error: error.clone(),
                     retryable: *retryable,
+                    retry_delay_seconds: retry_delay.map(|d| d.as_secs_f64()),
                     request_id: None,
                 };
                 typed(Op::WorkflowFail, request)

@@ -739,8 +739,15 @@ fn finish_refusal(
 /// How a holder ends its attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ending {
-    Complete { result: Value },
-    Fail { error: String, retryable: bool },
+    Complete {
+        result: Value,
+    },
+    /// `retry_delay_millis`: the retry is not claimable before then (a backoff).
+    Fail {
+        error: String,
+        retryable: bool,
+        retry_delay_millis: u64,
+    },
 }
 
 /// Completes the run, or fails the attempt (returning the run to the queue while retryable
@@ -779,14 +786,20 @@ pub fn plan_finish<V: StateView + ?Sized>(
             retire(&mut changes, &run);
             (Action::RunComplete, json!({"attempt": updated.attempt, "last_step": updated.last_step}))
         }
-        Ending::Fail { error, retryable } => {
+        Ending::Fail { error, retryable, retry_delay_millis } => {
             updated.error = Some(error.clone());
             if let Some(claim) = &run.claim {
                 changes.remove(claim, Record::Silent);
             }
             if *retryable && updated.attempt < updated.max_attempts {
                 updated.status = RunStatus::Pending;
-                (Action::RunRetry, json!({"attempt": updated.attempt, "error": error}))
+                if *retry_delay_millis > 0 {
+                    updated.not_before = Some(changes.now().plus_millis(*retry_delay_millis));
+                }
+                (
+                    Action::RunRetry,
+                    json!({"attempt": updated.attempt, "error": error, "retry_delay_ms": retry_delay_millis}),
+                )
             } else {
                 updated.status = RunStatus::Failed;
                 retire(&mut changes, &RunView { claim: None, ..run.clone() });

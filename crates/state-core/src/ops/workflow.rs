@@ -387,6 +387,9 @@ pub struct FailRequest {
     /// Default true: try again (another claim) while attempts remain.
     #[serde(default = "yes")]
     pub retryable: bool,
+    /// Seconds before the retry can be claimed (a backoff; default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_delay_seconds: Option<f64>,
     /// Idempotency key: a retry with it returns the first result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
@@ -397,9 +400,22 @@ fn yes() -> bool {
 }
 
 impl FailRequest {
+    /// The retry's delay in milliseconds.
+    pub fn retry_delay_millis(&self) -> u64 {
+        self.retry_delay_seconds.map_or(0, |s| (s * 1000.0) as u64)
+    }
+
     pub fn validate(&self) -> Result<(), InvalidInput> {
         validate_key("run_id", &self.run_id)?;
         validate_agent_id("agent_id", &self.agent_id)?;
+        if let Some(delay) = self.retry_delay_seconds
+            && (!(0.0..=crate::time::MAX_TTL_SECONDS).contains(&delay) || delay.is_nan())
+        {
+            return Err(InvalidInput::OutOfRange {
+                argument: "retry_delay_seconds",
+                message: "must be 0 or more seconds, at most ten years".into(),
+            });
+        }
         if self.error.len() > 64 * 1024 {
             return Err(InvalidInput::OutOfRange { argument: "error", message: "is over 64 KiB: summarise it".into() });
         }

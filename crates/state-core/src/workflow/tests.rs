@@ -230,7 +230,7 @@ fn completion_happens_once() {
 fn failures_retry_until_attempts_run_out() {
     let mut sim = Sim::new();
     let run = create(&mut sim, "a", &[], 2);
-    let fail = |retryable| Ending::Fail { error: "boom".into(), retryable };
+    let fail = |retryable| Ending::Fail { error: "boom".into(), retryable, retry_delay_millis: 0 };
     let t1 = claim(&mut sim, "w1", None, &[]).token.unwrap();
     let retry = sim.run(|v, ctx| plan_finish(v, &run, as_holder("w1", t1), &fail(true), ctx));
     assert_eq!((retry.run_status, retry.attempt), (Some(RunStatus::Pending), Some(1)));
@@ -386,7 +386,7 @@ mod properties {
                     }
                     Op::Fail { worker, retryable } => {
                         let Some((run, token, _)) = holding.remove(&worker) else { continue };
-                        sim.run(|v, ctx| plan_finish(v, &run, as_holder(&format!("w{worker}"), token), &Ending::Fail { error: "x".into(), retryable }, ctx));
+                        sim.run(|v, ctx| plan_finish(v, &run, as_holder(&format!("w{worker}"), token), &Ending::Fail { error: "x".into(), retryable, retry_delay_millis: 0 }, ctx));
                     }
                     Op::Advance(ms) => sim.advance(ms),
                     Op::Sweep => { sweep(&mut sim); }
@@ -407,7 +407,7 @@ mod properties {
 }
 
 fn create_with(sim: &mut Sim, name: &str, extra: CreateRunRequest) -> CreateRunResult {
-    let req = CreateRunRequest { name: name.into(), max_attempts: Some(1), ..extra };
+    let req = CreateRunRequest { name: name.into(), max_attempts: extra.max_attempts.or(Some(1)), ..extra };
     sim.run(|v, ctx| plan_create(v, &req, ctx))
 }
 
@@ -447,7 +447,7 @@ fn a_failed_dependency_blocks_its_dependents_visibly() {
     let a = create_with(&mut sim, "a", CreateRunRequest::default()).run_id;
     let b = create_with(&mut sim, "b", CreateRunRequest { depends_on: vec![a.clone()], ..Default::default() }).run_id;
     let claimed = claim(&mut sim, "w", Some(&a), &[]);
-    finish(&mut sim, &claimed, Ending::Fail { error: "broke".into(), retryable: false });
+    finish(&mut sim, &claimed, Ending::Fail { error: "broke".into(), retryable: false, retry_delay_millis: 0 });
     let blocked = status(&sim, &b);
     assert_eq!(blocked.blocked_by, Some(format!("dependency {a} is failed")));
     assert_eq!(claim(&mut sim, "w", None, &[]).status, ClaimStatus::NoneAvailable);
@@ -537,4 +537,17 @@ fn random_dags_are_claimed_in_dependency_order() {
             completed.insert(done.run_id.unwrap());
         }
     }
+}
+
+#[test]
+fn a_retry_with_a_backoff_is_not_claimable_before_it() {
+    let mut sim = Sim::new();
+    let run = create_with(&mut sim, "flaky", CreateRunRequest { max_attempts: Some(3), ..Default::default() }).run_id;
+    let claimed = claim(&mut sim, "w", None, &[]);
+    finish(&mut sim, &claimed, Ending::Fail { error: "timeout".into(), retryable: true, retry_delay_millis: 2_000 });
+    assert_eq!(claim(&mut sim, "w", None, &[]).status, ClaimStatus::NoneAvailable, "backing off");
+    assert_eq!(claim(&mut sim, "w", Some(&run), &[]).status, ClaimStatus::Waiting);
+    sim.advance(2_000);
+    let again = claim(&mut sim, "w", None, &[]);
+    assert_eq!((again.status, again.attempt), (ClaimStatus::Claimed, Some(2)));
 }

@@ -360,7 +360,11 @@ impl Engine {
         req.validate()?;
         self.plan(Once::of(&req)?, move |view, ctx| {
             let caller = Caller { agent_id: Some(&req.agent_id), token: Some(req.token) };
-            let ending = Ending::Fail { error: req.error.clone(), retryable: req.retryable };
+            let ending = Ending::Fail {
+                error: req.error.clone(),
+                retryable: req.retryable,
+                retry_delay_millis: req.retry_delay_millis(),
+            };
             workflow::plan_finish(view, &req.run_id, caller, &ending, ctx)
         })
         .await
