@@ -125,6 +125,13 @@ async def native(p):
     await p.call("workflow_fail", {**held, "error": "flaky", "retryable": True})
     again = await p.call("workflow_claim", {"agent_id": "w2", "name": "sdk-job"})
     await p.call("workflow_complete", {"run_id": run["run_id"], "agent_id": "w2", "token": again["token"], "result": 7})
+    gated = await p.call("workflow_create", {"name": "sdk-gated", "depends_on": [run["run_id"]], "priority": 5, "dedupe_key": "gated"})
+    await p.call("workflow_create", {"name": "sdk-gated", "dedupe_key": "gated"})  # duplicate
+    parked = await p.call("workflow_claim", {"agent_id": "w3", "run_id": gated["run_id"]})
+    held = {"run_id": gated["run_id"], "agent_id": "w3", "token": parked["token"]}
+    await p.call("workflow_await_signal", {**held, "name": "approved"})
+    await p.call("workflow_signal", {"run_id": gated["run_id"], "name": "approved", "value": {"by": "sdk"}})
+    await p.call("workflow_status", {"run_id": gated["run_id"]})
     other = await p.call("workflow_create", {"name": "sdk-other"})
     await p.call("workflow_cancel", {"run_id": other["run_id"], "reason": "not needed"})
     await p.call("workflow_list", {"name": "sdk-job"})

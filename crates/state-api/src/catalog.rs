@@ -54,6 +54,7 @@ use state_core::ops::session::{
 use state_core::ops::transfer::{ExportRequest, ExportResult, ImportRequest, ImportResult};
 use state_core::ops::txn::{TxnRequest, TxnResult};
 use state_core::ops::watch::{WatchRequest, WatchResult};
+use state_core::ops::workflow::{AwaitSignalRequest, AwaitSignalResult, SignalRequest, SignalResult};
 use state_core::ops::workflow::{
     CancelRequest, CancelResult, CheckpointRequest, CheckpointResult, ClaimRequest, ClaimResult, CompleteRequest,
     CreateRunRequest, CreateRunResult, DiscoverRequest, FailRequest, FinishResult, HeartbeatRequest, HeartbeatResult,
@@ -106,6 +107,8 @@ pub enum Operation {
     WorkflowComplete,
     WorkflowFail,
     WorkflowCancel,
+    WorkflowSignal,
+    WorkflowAwaitSignal,
     WorkflowStatus,
     WorkflowList,
     WorkflowDiscover,
@@ -679,7 +682,7 @@ macro_rules! structured {
     };
 }
 
-static SPECS: [OperationSpec; 90] = [
+static SPECS: [OperationSpec; 92] = [
     native!(
         StateGet,
         "state_get",
@@ -1121,6 +1124,32 @@ static SPECS: [OperationSpec; 90] = [
         rest: rest(Post, "/v1/workflows/{run_id}/cancel", RestBody::Args, Plain),
         cli: Cli::Command("workflow cancel"),
         "Cancel a run that has not finished; its worker's later writes are refused."
+    ),
+    native!(
+        WorkflowSignal,
+        "workflow_signal",
+        "Signal a run",
+        Workflow,
+        Write,
+        SignalRequest => SignalResult,
+        engine: workflow_signal,
+        needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
+        rest: rest(Post, "/v1/workflows/{run_id}/signal", RestBody::Args, Plain),
+        cli: Cli::Command("workflow signal"),
+        "Send a run a named signal with a value (an approval, a result). Its worker sees every signal on claim, heartbeat, checkpoint and resume; a run parked for it becomes claimable."
+    ),
+    native!(
+        WorkflowAwaitSignal,
+        "workflow_await_signal",
+        "Park a run for a signal",
+        Workflow,
+        Write,
+        AwaitSignalRequest => AwaitSignalResult,
+        engine: workflow_await_signal,
+        needs: |r| vec![Need::Run(r.run_id.clone(), Write)],
+        rest: rest(Post, "/v1/workflows/{run_id}/await-signal", RestBody::Args, Plain),
+        cli: Cli::Command("workflow await-signal"),
+        "Wait for a named signal on a run you hold: answered at once if it came, else your claim ends and the run is claimable again, without spending an attempt, once it comes."
     ),
     native!(
         WorkflowStatus,

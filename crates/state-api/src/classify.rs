@@ -26,6 +26,7 @@ use state_core::ops::session::{SessionListResult, SessionRestoreResult, SessionS
 use state_core::ops::transfer::{ExportResult, ImportResult};
 use state_core::ops::txn::{TxnResult, TxnStatus};
 use state_core::ops::watch::WatchResult;
+use state_core::ops::workflow::{AwaitSignalResult, AwaitStatus, SignalResult, SignalStatus};
 use state_core::ops::workflow::{
     CancelResult, CancelStatus, CheckpointResult, CheckpointStatus, ClaimResult, ClaimStatus, CreateRunResult,
     FinishResult, FoundStatus, HeartbeatResult, HolderStatus, ListRunsResult, ResumeResult, RunStatusResult,
@@ -256,6 +257,26 @@ impl Classify for QueueSettleResult {
         match self.status {
             SettleStatus::Ok => Outcome::Ok,
             SettleStatus::Stale => Outcome::Fenced,
+        }
+    }
+}
+
+impl Classify for SignalResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            SignalStatus::Ok => Outcome::Ok,
+            SignalStatus::NotFound => Outcome::NotFound,
+            SignalStatus::Finished | SignalStatus::Full => Outcome::Conflict,
+        }
+    }
+}
+
+impl Classify for AwaitSignalResult {
+    fn outcome(&self) -> Outcome {
+        match self.status {
+            AwaitStatus::Signaled | AwaitStatus::Waiting => Outcome::Ok,
+            AwaitStatus::Fenced => Outcome::Fenced,
+            AwaitStatus::NotFound => Outcome::NotFound,
         }
     }
 }

@@ -30,6 +30,7 @@ use state_core::ops::semaphore::{
 };
 use state_core::ops::session::{SessionListRequest, SessionRestoreRequest, SessionSaveRequest};
 use state_core::ops::txn::TxnRequest;
+use state_core::ops::workflow::{AwaitSignalRequest, SignalRequest};
 use state_core::ops::workflow::{
     CancelRequest, CheckpointRequest, ClaimRequest, CompleteRequest, CreateRunRequest, FailRequest, HeartbeatRequest,
     ListRunsRequest, RunRequest,
@@ -462,6 +463,25 @@ pub(crate) enum WorkflowCommand {
         /// With --retryable: not claimable again before this long from now (a backoff)
         #[arg(long, value_parser = state_api::cli::parse_duration, requires = "retryable")]
         retry_delay: Option<std::time::Duration>,
+    },
+    /// Send a run a named signal (an approval, a result), with an optional JSON value
+    Signal {
+        run: String,
+        name: String,
+        /// JSON value, @FILE or -
+        value: Option<String>,
+        #[arg(long, env = "STATE_AGENT")]
+        sender: Option<String>,
+    },
+    /// Park a run you hold until a named signal arrives (answered at once if it already has)
+    AwaitSignal {
+        #[command(flatten)]
+        claim: Claimed,
+        #[arg(long)]
+        name: String,
+        /// Only a signal with a larger id counts
+        #[arg(long, value_name = "ID")]
+        after: Option<u64>,
     },
     /// Cancel a run that has not finished
     Cancel {
@@ -936,6 +956,27 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                     request_id: None,
                 };
                 typed(Op::WorkflowFail, request)
+            }
+            WorkflowCommand::Signal { run, name, value, sender } => {
+                let request = SignalRequest {
+                    run_id: run.clone(),
+                    name: name.clone(),
+                    value: optional_json(value.as_deref(), "value")?,
+                    sender: sender.clone(),
+                    request_id: None,
+                };
+                typed(Op::WorkflowSignal, request)
+            }
+            WorkflowCommand::AwaitSignal { claim, name, after } => {
+                let request = AwaitSignalRequest {
+                    run_id: claim.run.clone(),
+                    agent_id: claim.agent.clone(),
+                    token: claim.fencing_token,
+                    name: name.clone(),
+                    after_signal_id: *after,
+                    request_id: None,
+                };
+                typed(Op::WorkflowAwaitSignal, request)
             }
             WorkflowCommand::Cancel { run, reason } => {
                 let request =

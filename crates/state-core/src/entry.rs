@@ -99,10 +99,12 @@ pub enum Action {
     MessageNack,
     /// Moved to the queue's dead-letter queue after its last attempt.
     MessageDeadLetter,
+    RunSignal,
+    RunAwaitSignal,
 }
 
 impl Action {
-    pub const ALL: [Action; 25] = [
+    pub const ALL: [Action; 27] = [
         Action::LeaseGrant,
         Action::LeaseRenew,
         Action::LeaseRelease,
@@ -129,6 +131,8 @@ impl Action {
         Action::MessageAck,
         Action::MessageNack,
         Action::MessageDeadLetter,
+        Action::RunSignal,
+        Action::RunAwaitSignal,
     ];
 
     /// A stable one-byte code for storage; 0 means "no action".

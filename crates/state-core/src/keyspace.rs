@@ -41,6 +41,8 @@ pub enum Space {
     MessageDedupe,
     /// A run's dedupe key, naming the run that carries it.
     RunDedupe,
+    /// A signal sent to a run, under the run and the signal's id.
+    Signal,
     /// The claim on a workflow run: a lease whose expiry returns the run to the queue.
     Claim,
     /// A workflow run record.
@@ -89,7 +91,8 @@ impl Corpus {
     }
 }
 
-const TAGS: [(Space, char); 21] = [
+const TAGS: [(Space, char); 22] = [
+    (Space::Signal, 'O'),
     (Space::RunDedupe, 'J'),
     (Space::Message, 'G'),
     (Space::MessageDedupe, 'U'),
@@ -173,6 +176,15 @@ pub fn message_key(queue: &str, message_id: &str) -> String {
 
 pub fn message_dedupe_key(queue: &str, dedupe_key: &str) -> String {
     format!("{}{queue}{SEP}{dedupe_key}", prefix(Space::MessageDedupe))
+}
+
+/// Every signal of a run, oldest first.
+pub fn signal_prefix(run_id: &str) -> String {
+    format!("{}{run_id}{SEP}", prefix(Space::Signal))
+}
+
+pub fn signal_key(run_id: &str, signal_id: u64) -> String {
+    format!("{}{signal_id:020}", signal_prefix(run_id))
 }
 
 pub fn run_dedupe_key(dedupe_key: &str) -> String {

@@ -23,9 +23,10 @@ use serde_json::{Value, json};
 use crate::entry::{Action, Entry, live};
 use crate::keyspace::{self, Space};
 use crate::ops::workflow::{
-    CancelResult, CancelStatus, CheckpointResult, CheckpointStatus, ClaimResult, ClaimStatus, CreateRunRequest,
-    CreateRunResult, CreateStatus, FinishResult, FoundStatus, HeartbeatResult, HolderStatus, ListRunsResult,
-    ResumeResult, RunStatus, RunStatusResult, RunSummary, StepOutput,
+    AwaitSignalResult, AwaitStatus, CancelResult, CancelStatus, CheckpointResult, CheckpointStatus, ClaimResult,
+    ClaimStatus, CreateRunRequest, CreateRunResult, CreateStatus, FinishResult, FoundStatus, HeartbeatResult,
+    HolderStatus, ListRunsResult, MAX_SIGNALS, ResumeResult, RunStatus, RunStatusResult, RunSummary, Signal,
+    SignalRequest, SignalResult, SignalStatus, StepOutput,
 };
 use crate::plan::{Changes, Plan, Record, WriteContext};
 use crate::time::UnixMillis;
@@ -58,6 +59,16 @@ pub struct RunRecord {
     pub not_before: Option<UnixMillis>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dedupe_key: Option<String>,
+    /// Parked until a signal of this name, with an id above `after`, arrives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awaiting: Option<Awaiting>,
+}
+
+/// What a parked run waits for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Awaiting {
+    pub name: String,
+    pub after: u64,
 }
 
 /// What a claim entry holds; its TTL is the claim's lease.
@@ -180,6 +191,7 @@ impl RunView {
             waiting_on: Vec::new(),
             blocked_by: None,
             not_before: self.run.not_before.filter(|at| *at > now).map(UnixMillis::to_rfc3339),
+            awaiting_signal: self.run.awaiting.as_ref().map(|a| a.name.clone()),
             created_at: self.run.created_at.to_rfc3339(),
             updated_at: self.run.updated_at.to_rfc3339(),
         }
@@ -250,7 +262,110 @@ fn ready<V: StateView + ?Sized>(view: &V, run: &RunView, now: UnixMillis) -> Res
     if run.run.not_before.is_some_and(|at| at > now) {
         return Ok(false);
     }
+    if let Some(awaiting) = &run.run.awaiting
+        && signal_named(view, run.run_id(), &awaiting.name, awaiting.after)?.is_none()
+    {
+        return Ok(false);
+    }
     Ok(dependencies(view, &run.run, now)?.met())
+}
+
+/// Every signal sent to a run, oldest first.
+pub fn signals<V: StateView + ?Sized>(view: &V, run_id: &str) -> Result<Vec<Signal>, V::Error> {
+    let mut found = Vec::new();
+    view.scan(&keyspace::signal_prefix(run_id), None, &mut |entry| {
+        let id = entry.key.rsplit('\u{2}').next().and_then(|n| n.parse::<u64>().ok());
+        if let (Some(signal_id), Some(name)) = (id, entry.value.get("name").and_then(Value::as_str)) {
+            found.push(Signal {
+                signal_id,
+                name: name.to_owned(),
+                value: entry.value.get("value").cloned().unwrap_or(Value::Null),
+                sent_at: entry.updated_at.to_rfc3339(),
+                sender: entry.agent_id.clone(),
+            });
+        }
+        true
+    })?;
+    Ok(found)
+}
+
+/// The first signal named `name` with an id above `after`.
+fn signal_named<V: StateView + ?Sized>(
+    view: &V,
+    run_id: &str,
+    name: &str,
+    after: u64,
+) -> Result<Option<Signal>, V::Error> {
+    Ok(signals(view, run_id)?.into_iter().find(|s| s.name == name && s.signal_id > after))
+}
+
+/// Records a signal for a run that has not finished.
+pub fn plan_signal<V: StateView + ?Sized>(
+    view: &V,
+    req: &SignalRequest,
+    ctx: &WriteContext,
+) -> Result<Plan<SignalResult>, V::Error> {
+    let refused = |status| {
+        Plan::unchanged(SignalResult { status, run_id: req.run_id.clone(), signal_id: None, revision: ctx.revision })
+    };
+    let Some(run) = RunView::load(view, &req.run_id)? else { return Ok(refused(SignalStatus::NotFound)) };
+    if matches!(run.phase(ctx.now), Phase::Finished(_) | Phase::Lapsed { attempts_left: false }) {
+        return Ok(refused(SignalStatus::Finished));
+    }
+    if signals(view, &req.run_id)?.len() >= MAX_SIGNALS {
+        return Ok(refused(SignalStatus::Full));
+    }
+    let signal_id = ctx.next_revision();
+    let mut changes = Changes::new(ctx, req.sender.as_deref());
+    let detail = json!({"name": req.name, "signal_id": signal_id});
+    let value = json!({"name": req.name, "value": req.value});
+    let key = keyspace::signal_key(&req.run_id, signal_id);
+    changes.write(None, &key, value, None, Record::Transition(Action::RunSignal, detail));
+    let revision = changes.revision();
+    let result =
+        SignalResult { status: SignalStatus::Ok, run_id: req.run_id.clone(), signal_id: Some(signal_id), revision };
+    Ok(changes.finish(result))
+}
+
+/// Parks a run its caller holds until a signal named `name` (id above `after`) arrives; or,
+/// when one already has, answers with it and changes nothing.
+pub fn plan_await_signal<V: StateView + ?Sized>(
+    view: &V,
+    run_id: &str,
+    caller: Caller<'_>,
+    name: &str,
+    after: u64,
+    ctx: &WriteContext,
+) -> Result<Plan<AwaitSignalResult>, V::Error> {
+    let answer = |status, signal, message| AwaitSignalResult {
+        status,
+        run_id: run_id.to_owned(),
+        signal,
+        message,
+        revision: ctx.revision,
+    };
+    let run = match authorize(view, run_id, caller, ctx.now)? {
+        Authorized::Yes(run) => run,
+        Authorized::NotFound => return Ok(Plan::unchanged(answer(AwaitStatus::NotFound, None, None))),
+        Authorized::Refused(why, _) => return Ok(Plan::unchanged(answer(AwaitStatus::Fenced, None, Some(why)))),
+    };
+    if let Some(signal) = signal_named(view, run_id, name, after)? {
+        return Ok(Plan::unchanged(answer(AwaitStatus::Signaled, Some(signal), None)));
+    }
+    let mut changes = Changes::new(ctx, caller.agent_id);
+    if let Some(claim) = &run.claim {
+        changes.remove(claim, Record::Silent);
+    }
+    let mut parked = run.run.clone();
+    parked.status = RunStatus::Pending;
+    parked.holder = None;
+    parked.token = None;
+    parked.awaiting = Some(Awaiting { name: name.to_owned(), after });
+    parked.updated_at = ctx.now;
+    let detail = json!({"name": name, "after_signal_id": after, "attempt": parked.attempt});
+    save_run(&mut changes, &run.entry, &parked, Action::RunAwaitSignal, detail);
+    let revision = changes.revision();
+    Ok(changes.finish(AwaitSignalResult { revision, ..answer(AwaitStatus::Waiting, None, None) }))
 }
 
 fn lapse_error(run: &RunRecord) -> String {
@@ -298,6 +413,7 @@ pub fn plan_create<V: StateView + ?Sized>(
         priority: req.priority.unwrap_or(0),
         not_before: (delay > 0).then(|| ctx.now.plus_millis(delay)),
         dedupe_key: req.dedupe_key.clone(),
+        awaiting: None,
     };
     let mut changes = Changes::new(ctx, req.agent_id.as_deref());
     let mut detail = json!({"name": run.name, "tags": run.tags, "max_attempts": run.max_attempts});
@@ -407,6 +523,7 @@ fn claim_outcome(status: ClaimStatus, revision: u64) -> ClaimResult {
         lease_expires_at: None,
         holder: None,
         run_status: None,
+        signals: Vec::new(),
         revision,
     }
 }
@@ -458,7 +575,8 @@ pub fn plan_claim<V: StateView + ?Sized>(
         },
     };
     let mut changes = Changes::new(ctx, Some(args.agent_id));
-    let result = claim_run(&mut changes, target, args);
+    let signals = signals(view, target.run_id())?;
+    let result = ClaimResult { signals, ..claim_run(&mut changes, target, args) };
     Ok(changes.finish(result))
 }
 
@@ -526,7 +644,10 @@ fn claim_run(changes: &mut Changes<'_>, target: RunView, args: ClaimArgs<'_>) ->
     };
     let mut run = target.run.clone();
     run.status = RunStatus::Running;
-    run.attempt += 1;
+    // A run that parked for a signal continues its attempt: waiting is not failing.
+    if run.awaiting.take().is_none() {
+        run.attempt += 1;
+    }
     run.holder = Some(args.agent_id.to_owned());
     run.token = Some(token);
     run.updated_at = now;
@@ -550,6 +671,7 @@ fn claimed(run_id: &str, run: &RunRecord, token: u64, entry: &Entry, expires_at:
         lease_expires_at: expires_at.map(UnixMillis::to_rfc3339),
         holder: None,
         run_status: None,
+        signals: Vec::new(),
         revision: entry.mod_revision,
     }
 }
@@ -626,6 +748,7 @@ pub fn plan_checkpoint<V: StateView + ?Sized>(
         run_id: run_id.to_owned(),
         step,
         last_step,
+        signals: Vec::new(),
         revision: ctx.revision,
         message,
     };
@@ -675,11 +798,19 @@ pub fn plan_checkpoint<V: StateView + ?Sized>(
     let detail = json!({"step": step, "attempt": updated.attempt});
     save_run(&mut changes, &run.entry, &updated, Action::RunCheckpoint, detail);
     let revision = changes.revision();
-    Ok(changes.finish(CheckpointResult { revision, ..outcome(CheckpointStatus::Ok, updated.last_step, None) }))
+    let signals = signals(view, run_id)?;
+    Ok(changes.finish(CheckpointResult { revision, signals, ..outcome(CheckpointStatus::Ok, updated.last_step, None) }))
 }
 
 fn holder_refusal(run_id: &str, status: HolderStatus, message: Option<String>, revision: u64) -> HeartbeatResult {
-    HeartbeatResult { status, run_id: run_id.to_owned(), lease_expires_at: None, revision, message }
+    HeartbeatResult {
+        status,
+        run_id: run_id.to_owned(),
+        lease_expires_at: None,
+        signals: Vec::new(),
+        revision,
+        message,
+    }
 }
 
 /// Renews the caller's claim for another `ttl` from now.
@@ -714,6 +845,7 @@ pub fn plan_heartbeat<V: StateView + ?Sized>(
         status: HolderStatus::Ok,
         run_id: run_id.to_owned(),
         lease_expires_at: claim_entry.expires_at.map(UnixMillis::to_rfc3339),
+        signals: signals(view, run_id)?,
         revision,
         message: None,
     }))
@@ -891,6 +1023,7 @@ pub fn resume<V: StateView + ?Sized>(
             input: None,
             steps: Vec::new(),
             result: None,
+            signals: Vec::new(),
             revision,
         });
     };
@@ -915,6 +1048,7 @@ pub fn resume<V: StateView + ?Sized>(
         result: run.run.result.clone(),
         run: Some(run.summary(now)),
         steps,
+        signals: signals(view, run_id)?,
         revision,
     })
 }

@@ -69,11 +69,12 @@ pub fn run_records(run: &SidecarRun) -> Vec<DumpedRecord> {
         error: None,
         created_at: run.created_at,
         updated_at: run.updated_at,
-        // That server had no dependencies, priorities, delays or dedupe keys.
+        // That server had no dependencies, priorities, delays, dedupe keys or signals.
         depends_on: Vec::new(),
         priority: 0,
         not_before: None,
         dedupe_key: None,
+        awaiting: None,
     };
     let mut records =
         vec![record(keyspace::run_key(&run.run_id), serde_json::to_value(&stored).unwrap_or(Value::Null))];

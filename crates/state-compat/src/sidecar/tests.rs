@@ -16,6 +16,7 @@ fn run(status: RunStatus, last_step: u64) -> RunSummary {
         waiting_on: Vec::new(),
         blocked_by: None,
         not_before: None,
+        awaiting_signal: None,
         created_at: UnixMillis(1_500).to_rfc3339(),
         updated_at: UnixMillis(2_250).to_rfc3339(),
     }

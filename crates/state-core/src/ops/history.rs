@@ -60,7 +60,9 @@ impl HistoryKind {
             Space::Permit => HistoryKind::Semaphore,
             Space::Reservation => HistoryKind::Reservation,
             Space::Message | Space::MessageDedupe => HistoryKind::Queue,
-            Space::Claim | Space::Run | Space::Step | Space::Queue | Space::RunDedupe => HistoryKind::Workflow,
+            Space::Claim | Space::Run | Space::Step | Space::Queue | Space::RunDedupe | Space::Signal => {
+                HistoryKind::Workflow
+            }
             Space::Session | Space::SessionVersion => HistoryKind::Session,
             Space::Checkpoint | Space::CheckpointSession | Space::CheckpointLatest => HistoryKind::Checkpoint,
             Space::Note => HistoryKind::Knowledge,
@@ -196,6 +198,9 @@ pub enum HistoryOp {
     Ack,
     Nack,
     DeadLetter,
+    Signal,
+    /// A run parked until a signal arrives.
+    AwaitSignal,
 }
 
 impl HistoryOp {
@@ -224,6 +229,8 @@ impl HistoryOp {
             Some(Action::MessageAck) => HistoryOp::Ack,
             Some(Action::MessageNack) => HistoryOp::Nack,
             Some(Action::MessageDeadLetter) => HistoryOp::DeadLetter,
+            Some(Action::RunSignal) => HistoryOp::Signal,
+            Some(Action::RunAwaitSignal) => HistoryOp::AwaitSignal,
             None => match kind {
                 EventKind::Put => HistoryOp::Put,
                 EventKind::Delete => HistoryOp::Delete,

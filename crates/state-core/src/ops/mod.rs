@@ -46,6 +46,8 @@ once::mutating!(
     workflow::CompleteRequest => "workflow_complete",
     workflow::FailRequest => "workflow_fail",
     workflow::CancelRequest => "workflow_cancel",
+    workflow::SignalRequest => "workflow_signal",
+    workflow::AwaitSignalRequest => "workflow_await_signal",
     session::SessionSaveRequest => "session_save",
     admin::ResetRequest => "state_reset",
     checkpoint::CheckpointSaveRequest => "checkpoint_save",

@@ -247,6 +247,9 @@ pub struct ClaimResult {
     /// The run's status (finished).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_status: Option<RunStatus>,
+    /// Every signal the run was sent, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signals: Vec<Signal>,
     pub revision: u64,
 }
 
@@ -305,6 +308,9 @@ pub struct CheckpointResult {
     pub step: u64,
     /// The highest step recorded.
     pub last_step: u64,
+    /// Every signal the run was sent, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signals: Vec<Signal>,
     pub revision: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -348,6 +354,9 @@ pub struct HeartbeatResult {
     pub run_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_expires_at: Option<String>,
+    /// Every signal the run was sent, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signals: Vec<Signal>,
     pub revision: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -521,6 +530,9 @@ pub struct RunSummary {
     /// Not claimable before this time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_before: Option<String>,
+    /// Parked until a signal of this name arrives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awaiting_signal: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -570,6 +582,9 @@ pub struct ResumeResult {
     pub steps: Vec<StepOutput>,
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     pub result: Option<Value>,
+    /// Every signal the run was sent, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signals: Vec<Signal>,
     pub revision: u64,
 }
 
@@ -634,5 +649,118 @@ pub struct ListRunsResult {
     pub runs: Vec<RunSummary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    pub revision: u64,
+}
+
+/// A signal sent to a run: a human's approval, another agent's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Signal {
+    /// Increasing: act on the ids above the last one you handled.
+    pub signal_id: u64,
+    pub name: String,
+    pub value: Value,
+    pub sent_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender: Option<String>,
+}
+
+/// Send a run a signal. It is kept with the run and shown to its worker on claim, heartbeat,
+/// checkpoint and resume; a run parked waiting for it becomes claimable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignalRequest {
+    pub run_id: String,
+    /// E.g. `approved`.
+    pub name: String,
+    #[serde(default)]
+    pub value: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender: Option<String>,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+/// Most signals one run keeps.
+pub const MAX_SIGNALS: usize = 100;
+
+impl SignalRequest {
+    pub fn validate(&self, limits: &Limits) -> Result<(), InvalidInput> {
+        validate_key("run_id", &self.run_id)?;
+        validate_key("name", &self.name)?;
+        limits.check_value("value", &self.value)?;
+        if let Some(sender) = &self.sender {
+            validate_agent_id("sender", sender)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SignalStatus {
+    Ok,
+    NotFound,
+    /// The run finished: nobody would read it.
+    Finished,
+    /// The run holds MAX_SIGNALS signals already.
+    Full,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SignalResult {
+    pub status: SignalStatus,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal_id: Option<u64>,
+    pub revision: u64,
+}
+
+/// Park a run you hold until a named signal arrives: your claim ends, and the run is claimable
+/// again (by anyone, without spending an attempt) once the signal is there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AwaitSignalRequest {
+    pub run_id: String,
+    pub agent_id: String,
+    pub token: u64,
+    /// The signal's name.
+    pub name: String,
+    /// Only a signal with a larger id counts (default 0: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_signal_id: Option<u64>,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+impl AwaitSignalRequest {
+    pub fn validate(&self) -> Result<(), InvalidInput> {
+        validate_key("run_id", &self.run_id)?;
+        validate_agent_id("agent_id", &self.agent_id)?;
+        validate_key("name", &self.name)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AwaitStatus {
+    /// The signal is already there: `signal`; keep working, your claim stands.
+    Signaled,
+    /// Parked: your claim ended; the run waits for the signal.
+    Waiting,
+    /// You do not hold the run (or its token is stale): nothing changed.
+    Fenced,
+    NotFound,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AwaitSignalResult {
+    pub status: AwaitStatus,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<Signal>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     pub revision: u64,
 }

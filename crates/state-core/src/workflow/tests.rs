@@ -551,3 +551,61 @@ fn a_retry_with_a_backoff_is_not_claimable_before_it() {
     let again = claim(&mut sim, "w", None, &[]);
     assert_eq!((again.status, again.attempt), (ClaimStatus::Claimed, Some(2)));
 }
+
+fn signal(sim: &mut Sim, run: &str, name: &str, value: serde_json::Value) -> SignalResult {
+    let req =
+        SignalRequest { run_id: run.into(), name: name.into(), value, sender: Some("human".into()), request_id: None };
+    sim.run(|v, ctx| plan_signal(v, &req, ctx))
+}
+
+#[test]
+fn a_parked_run_is_claimable_again_once_its_signal_arrives_without_spending_an_attempt() {
+    let mut sim = Sim::new();
+    let run = create_with(&mut sim, "deploy", CreateRunRequest { max_attempts: Some(1), ..Default::default() }).run_id;
+    let first = claim(&mut sim, "w", None, &[]);
+    let token = first.token.unwrap();
+    let parked = sim.run(|v, ctx| plan_await_signal(v, &run, as_holder("w", token), "approved", 0, ctx));
+    assert_eq!(parked.status, AwaitStatus::Waiting);
+    let summary = status(&sim, &run);
+    assert_eq!((summary.run_status, summary.awaiting_signal.as_deref()), (RunStatus::Pending, Some("approved")));
+    assert_eq!(claim(&mut sim, "w", None, &[]).status, ClaimStatus::NoneAvailable, "parked: not claimable");
+    assert_eq!(claim(&mut sim, "w", Some(&run), &[]).status, ClaimStatus::Waiting);
+
+    signal(&mut sim, &run, "other", json!(1));
+    assert_eq!(claim(&mut sim, "w", None, &[]).status, ClaimStatus::NoneAvailable, "another name does not wake it");
+    let sent = signal(&mut sim, &run, "approved", json!({"by": "ana"}));
+    assert_eq!(sent.status, SignalStatus::Ok);
+    let resumed = claim(&mut sim, "w2", None, &[]);
+    assert_eq!((resumed.status, resumed.attempt), (ClaimStatus::Claimed, Some(1)), "waiting is not failing");
+    let names: Vec<_> = resumed.signals.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["other", "approved"], "the worker sees every signal, oldest first");
+    assert_eq!(resumed.signals[1].value, json!({"by": "ana"}));
+    assert!(status(&sim, &run).awaiting_signal.is_none());
+}
+
+#[test]
+fn awaiting_a_signal_that_already_came_answers_at_once_and_keeps_the_claim() {
+    let mut sim = Sim::new();
+    let run = create_with(&mut sim, "job", CreateRunRequest::default()).run_id;
+    let claimed = claim(&mut sim, "w", None, &[]);
+    let token = claimed.token.unwrap();
+    let sent = signal(&mut sim, &run, "go", json!(true));
+    let at_once = sim.run(|v, ctx| plan_await_signal(v, &run, as_holder("w", token), "go", 0, ctx));
+    assert_eq!((at_once.status, at_once.signal.map(|s| s.signal_id)), (AwaitStatus::Signaled, sent.signal_id));
+    let beat = sim.run(|v, ctx| plan_heartbeat(v, &run, as_holder("w", token), TTL, ctx));
+    assert_eq!((beat.status, beat.signals.len()), (HolderStatus::Ok, 1), "still held; signals on heartbeat too");
+    let later = sim.run(|v, ctx| plan_await_signal(v, &run, as_holder("w", token), "go", sent.signal_id.unwrap(), ctx));
+    assert_eq!(later.status, AwaitStatus::Waiting, "after_signal_id skips the ones already handled");
+    let stale = sim.run(|v, ctx| plan_await_signal(v, &run, as_holder("w", token), "go", 0, ctx));
+    assert_eq!(stale.status, AwaitStatus::Fenced, "parking ended the claim");
+}
+
+#[test]
+fn a_finished_run_takes_no_signals() {
+    let mut sim = Sim::new();
+    let run = create_with(&mut sim, "job", CreateRunRequest::default()).run_id;
+    let claimed = claim(&mut sim, "w", None, &[]);
+    finish(&mut sim, &claimed, Ending::Complete { result: json!(1) });
+    assert_eq!(signal(&mut sim, &run, "late", json!(1)).status, SignalStatus::Finished);
+    assert_eq!(signal(&mut sim, &"0".repeat(26), "x", json!(1)).status, SignalStatus::NotFound);
+}

@@ -5,7 +5,7 @@ use state_e2e::ProtocolEra;
 
 use crate::TestServer;
 
-const NATIVE_TOOLS: [&str; 53] = [
+const NATIVE_TOOLS: [&str; 55] = [
     "state_get",
     "state_set",
     "state_delete",
@@ -40,6 +40,8 @@ const NATIVE_TOOLS: [&str; 53] = [
     "workflow_complete",
     "workflow_fail",
     "workflow_cancel",
+    "workflow_signal",
+    "workflow_await_signal",
     "workflow_status",
     "workflow_list",
     "workflow_discover",

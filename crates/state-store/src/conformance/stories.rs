@@ -656,6 +656,30 @@ pub async fn runs_wait_for_their_dependencies(backend: &dyn BackendFactory) {
     s.engine.workflow_complete(complete).await.unwrap();
     let second = s.engine.workflow_claim(claim(None)).await.unwrap();
     assert_eq!(second.run_id.as_deref(), Some(b.as_str()), "ready now, and first by priority");
+
+    // b parks for an approval; a signal makes it claimable again, on the same attempt.
+    use state_core::ops::workflow::{AwaitSignalRequest, AwaitStatus, SignalRequest, SignalStatus};
+    let park = AwaitSignalRequest {
+        run_id: b.clone(),
+        agent_id: "w".into(),
+        token: second.token.unwrap(),
+        name: "approved".into(),
+        after_signal_id: None,
+        request_id: None,
+    };
+    assert_eq!(s.engine.workflow_await_signal(park).await.unwrap().status, AwaitStatus::Waiting);
+    assert_eq!(s.engine.workflow_claim(claim(Some(&b))).await.unwrap().status, ClaimStatus::Waiting);
+    let approve = SignalRequest {
+        run_id: b.clone(),
+        name: "approved".into(),
+        value: json!({"by": "ana"}),
+        sender: Some("ana".into()),
+        request_id: None,
+    };
+    assert_eq!(s.engine.workflow_signal(approve).await.unwrap().status, SignalStatus::Ok);
+    let resumed = s.engine.workflow_claim(claim(Some(&b))).await.unwrap();
+    assert_eq!((resumed.status, resumed.attempt), (ClaimStatus::Claimed, second.attempt));
+    assert_eq!(resumed.signals[0].value, json!({"by": "ana"}));
 }
 
 pub async fn workflow_lifecycle(backend: &dyn BackendFactory) {

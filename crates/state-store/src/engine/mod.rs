@@ -41,6 +41,7 @@ use state_core::ops::session::{
     SessionSaveResult,
 };
 use state_core::ops::txn::{TxnRequest, TxnResult};
+use state_core::ops::workflow::{AwaitSignalRequest, AwaitSignalResult, SignalRequest, SignalResult};
 use state_core::ops::workflow::{
     CancelRequest, CancelResult, CheckpointRequest, CheckpointResult, ClaimRequest, ClaimResult, CompleteRequest,
     CreateRunRequest, CreateRunResult, DiscoverRequest, FailRequest, FinishResult, HeartbeatRequest, HeartbeatResult,
@@ -374,6 +375,20 @@ impl Engine {
         req.validate()?;
         self.plan(Once::of(&req)?, move |view, ctx| {
             workflow::plan_cancel(view, &req.run_id, req.reason.as_deref(), req.agent_id.as_deref(), ctx)
+        })
+        .await
+    }
+
+    pub async fn workflow_signal(&self, req: SignalRequest) -> Result<SignalResult, EngineError> {
+        req.validate(&self.inner.config.limits)?;
+        self.plan(Once::of(&req)?, move |view, ctx| workflow::plan_signal(view, &req, ctx)).await
+    }
+
+    pub async fn workflow_await_signal(&self, req: AwaitSignalRequest) -> Result<AwaitSignalResult, EngineError> {
+        req.validate()?;
+        self.plan(Once::of(&req)?, move |view, ctx| {
+            let caller = Caller { agent_id: Some(&req.agent_id), token: Some(req.token) };
+            workflow::plan_await_signal(view, &req.run_id, caller, &req.name, req.after_signal_id.unwrap_or(0), ctx)
         })
         .await
     }
