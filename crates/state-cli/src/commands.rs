@@ -410,6 +410,12 @@ pub(crate) enum WorkflowCommand {
         /// While a run with this key is unfinished, return it instead of creating another
         #[arg(long)]
         dedupe_key: Option<String>,
+        /// Runs sharing this key run at most --concurrency-limit at once
+        #[arg(long)]
+        concurrency_key: Option<String>,
+        /// With --concurrency-key: how many may run at once (default 1)
+        #[arg(long, requires = "concurrency_key")]
+        concurrency_limit: Option<u32>,
     },
     /// Claim a run (one by id, or the highest-priority, oldest claimable matching --name and --tag)
     Claim {
@@ -886,7 +892,18 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
             }
         },
         Command::Workflow(workflow) => match workflow {
-            WorkflowCommand::Create { name, input, tags: t, max_attempts, depends_on, priority, delay, dedupe_key } => {
+            WorkflowCommand::Create {
+                name,
+                input,
+                tags: t,
+                max_attempts,
+                depends_on,
+                priority,
+                delay,
+                dedupe_key,
+                concurrency_key,
+                concurrency_limit,
+            } => {
                 let request = CreateRunRequest {
                     name: name.clone(),
                     tags: tags(t),
@@ -896,6 +913,8 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                     priority: *priority,
                     delay_seconds: delay.map(|d| d.as_secs_f64()),
                     dedupe_key: dedupe_key.clone(),
+                    concurrency_key: concurrency_key.clone(),
+                    concurrency_limit: *concurrency_limit,
                     agent_id: None,
                     request_id: None,
                 };

@@ -62,6 +62,15 @@ pub struct RunRecord {
     /// Parked until a signal of this name, with an id above `after`, arrives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub awaiting: Option<Awaiting>,
+    /// Runs sharing the key run at most `limit` at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<Concurrency>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Concurrency {
+    pub key: String,
+    pub limit: u32,
 }
 
 /// What a parked run waits for.
@@ -414,6 +423,10 @@ pub fn plan_create<V: StateView + ?Sized>(
         not_before: (delay > 0).then(|| ctx.now.plus_millis(delay)),
         dedupe_key: req.dedupe_key.clone(),
         awaiting: None,
+        concurrency: req
+            .concurrency_key
+            .as_ref()
+            .map(|key| Concurrency { key: key.clone(), limit: req.concurrency_limit.unwrap_or(1) }),
     };
     let mut changes = Changes::new(ctx, req.agent_id.as_deref());
     let mut detail = json!({"name": run.name, "tags": run.tags, "max_attempts": run.max_attempts});
@@ -559,7 +572,7 @@ pub fn plan_claim<V: StateView + ?Sized>(
                         ..claim_outcome(ClaimStatus::Finished, ctx.revision)
                     }));
                 }
-                Phase::Pending | Phase::Lapsed { .. } if !ready(view, &run, now)? => {
+                Phase::Pending | Phase::Lapsed { .. } if !ready(view, &run, now)? || at_limit(view, &run, now)? => {
                     return Ok(Plan::unchanged(ClaimResult {
                         run_id: Some(run_id.to_owned()),
                         run_status: Some(RunStatus::Pending),
@@ -581,29 +594,30 @@ pub fn plan_claim<V: StateView + ?Sized>(
 }
 
 /// The claimable run matching the filters with the highest priority, the oldest of those:
-/// claimable now, its delay passed and its dependencies completed.
+/// claimable now, its delay passed, its dependencies completed, and its concurrency key below
+/// its limit.
 fn next_claimable<V: StateView + ?Sized>(
     view: &V,
     args: ClaimArgs<'_>,
     now: UnixMillis,
 ) -> Result<Option<RunView>, V::Error> {
-    let mut found: Option<RunView> = None;
+    // One pass over the unfinished runs: how many run now under each concurrency key, and the
+    // candidates in queue (creation) order.
+    let mut running: BTreeMap<String, u32> = BTreeMap::new();
+    let mut candidates = Vec::new();
     let mut failure = None;
     view.scan(&keyspace::prefix(Space::Queue), None, &mut |queued| {
         let (_, run_id) = keyspace::classify(&queued.key);
-        let candidate = RunView::load(view, run_id).and_then(|run| match run {
-            Some(run) if run.matches(args.name, args.tags) && claimable(&run.phase(now)) => {
-                Ok(ready(view, &run, now)?.then_some(run))
-            }
-            _ => Ok(None),
-        });
-        match candidate {
+        match RunView::load(view, run_id) {
             Ok(Some(run)) => {
-                // The queue is in creation order: a later run wins only with a higher priority.
-                if found.as_ref().is_none_or(|best| run.run.priority > best.run.priority) {
-                    found = Some(run);
+                let phase = run.phase(now);
+                if let (Phase::Held { .. }, Some(concurrency)) = (&phase, &run.run.concurrency) {
+                    *running.entry(concurrency.key.clone()).or_default() += 1;
                 }
-                found.as_ref().is_none_or(|best| best.run.priority < crate::ops::workflow::MAX_RUN_PRIORITY)
+                if run.matches(args.name, args.tags) && claimable(&phase) {
+                    candidates.push(run);
+                }
+                true
             }
             Ok(None) => true,
             Err(e) => {
@@ -612,9 +626,43 @@ fn next_claimable<V: StateView + ?Sized>(
             }
         }
     })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let mut found: Option<RunView> = None;
+    for run in candidates {
+        // The queue is in creation order: a later run wins only with a higher priority.
+        if found.as_ref().is_some_and(|best| run.run.priority <= best.run.priority) {
+            continue;
+        }
+        let capped = run.run.concurrency.as_ref().is_some_and(|c| running.get(&c.key).copied().unwrap_or(0) >= c.limit);
+        if !capped && ready(view, &run, now)? {
+            found = Some(run);
+        }
+    }
+    Ok(found)
+}
+
+/// Whether the runs sharing `run`'s concurrency key already run as many as its limit allows.
+fn at_limit<V: StateView + ?Sized>(view: &V, run: &RunView, now: UnixMillis) -> Result<bool, V::Error> {
+    let Some(concurrency) = &run.run.concurrency else { return Ok(false) };
+    let mut running = 0;
+    let mut failure = None;
+    view.scan(&keyspace::prefix(Space::Queue), None, &mut |queued| {
+        match RunView::load(view, keyspace::classify(&queued.key).1) {
+            Ok(Some(other)) if other.run.concurrency.as_ref().is_some_and(|c| c.key == concurrency.key) => {
+                if matches!(other.phase(now), Phase::Held { .. }) {
+                    running += 1;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => failure = Some(e),
+        }
+        failure.is_none()
+    })?;
     match failure {
         Some(e) => Err(e),
-        None => Ok(found),
+        None => Ok(running >= concurrency.limit),
     }
 }
 

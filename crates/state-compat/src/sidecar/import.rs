@@ -75,6 +75,7 @@ pub fn run_records(run: &SidecarRun) -> Vec<DumpedRecord> {
         not_before: None,
         dedupe_key: None,
         awaiting: None,
+        concurrency: None,
     };
     let mut records =
         vec![record(keyspace::run_key(&run.run_id), serde_json::to_value(&stored).unwrap_or(Value::Null))];

@@ -81,6 +81,13 @@ pub struct CreateRunRequest {
     /// While a run with this key is unfinished, creating another returns it instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dedupe_key: Option<String>,
+    /// Runs sharing this key (e.g. `model=gpt` or `tenant/acme`) run at most
+    /// `concurrency_limit` at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_key: Option<String>,
+    /// With concurrency_key: how many may run at once (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_limit: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
     /// Idempotency key: a retry with it returns the first result.
@@ -129,6 +136,24 @@ impl CreateRunRequest {
         }
         if let Some(key) = &self.dedupe_key {
             validate_key("dedupe_key", key)?;
+        }
+        if let Some(key) = &self.concurrency_key {
+            validate_key("concurrency_key", key)?;
+        }
+        match (self.concurrency_key.is_some(), self.concurrency_limit) {
+            (false, Some(_)) => {
+                return Err(InvalidInput::Malformed {
+                    argument: "concurrency_limit".into(),
+                    message: "needs a concurrency_key: the runs the limit applies to".into(),
+                });
+            }
+            (_, Some(0)) => {
+                return Err(InvalidInput::OutOfRange {
+                    argument: "concurrency_limit",
+                    message: "must be 1 or more".into(),
+                });
+            }
+            _ => {}
         }
         if let Some(n) = self.max_attempts
             && !(1..=MAX_ATTEMPTS_LIMIT).contains(&n)

@@ -609,3 +609,20 @@ fn a_finished_run_takes_no_signals() {
     assert_eq!(signal(&mut sim, &run, "late", json!(1)).status, SignalStatus::Finished);
     assert_eq!(signal(&mut sim, &"0".repeat(26), "x", json!(1)).status, SignalStatus::NotFound);
 }
+
+#[test]
+fn runs_sharing_a_concurrency_key_run_at_most_its_limit_at_once() {
+    let mut sim = Sim::new();
+    let gpu =
+        || CreateRunRequest { concurrency_key: Some("gpu".into()), concurrency_limit: Some(2), ..Default::default() };
+    let runs: Vec<String> = (0..3).map(|i| create_with(&mut sim, &format!("train-{i}"), gpu()).run_id).collect();
+    let cpu = create_with(&mut sim, "etl", CreateRunRequest::default()).run_id;
+    let first = claim(&mut sim, "w", None, &[]);
+    let second = claim(&mut sim, "w", None, &[]);
+    assert_eq!((first.run_id.as_deref(), second.run_id.as_deref()), (Some(runs[0].as_str()), Some(runs[1].as_str())));
+    let third = claim(&mut sim, "w", None, &[]);
+    assert_eq!(third.run_id.as_deref(), Some(cpu.as_str()), "the third gpu run waits; others go on");
+    assert_eq!(claim(&mut sim, "w", Some(&runs[2]), &[]).status, ClaimStatus::Waiting, "named, it waits too");
+    finish(&mut sim, &first, Ending::Complete { result: json!(null) });
+    assert_eq!(claim(&mut sim, "w", None, &[]).run_id.as_deref(), Some(runs[2].as_str()), "a slot freed");
+}
