@@ -19,7 +19,7 @@ use crate::ops::reservation::{
 };
 use crate::plan::{Changes, Plan, Record, WriteContext};
 use crate::time::UnixMillis;
-use crate::view::StateView;
+use crate::view::{StateView, live_records};
 
 /// What a reservation entry holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,16 +87,7 @@ fn live_under<V: StateView + ?Sized>(
     prefix: &str,
     now: UnixMillis,
 ) -> Result<Vec<(Entry, ReservationRecord)>, V::Error> {
-    let mut found = Vec::new();
-    view.scan(prefix, None, &mut |entry| {
-        if let Some(entry) = live(Some(entry), now)
-            && let Some(record) = ReservationRecord::from_entry(&entry)
-        {
-            found.push((entry, record));
-        }
-        true
-    })?;
-    Ok(found)
+    live_records(view, prefix, now)
 }
 
 /// The pairs of (wanted, theirs) patterns some path matches both of.

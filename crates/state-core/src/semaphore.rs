@@ -19,7 +19,7 @@ use crate::ops::semaphore::{
 };
 use crate::plan::{Changes, Plan, Record, WriteContext};
 use crate::time::UnixMillis;
-use crate::view::StateView;
+use crate::view::{StateView, live_records};
 
 /// What a permit entry holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,16 +46,7 @@ fn live_permits<V: StateView + ?Sized>(
     name: &str,
     now: UnixMillis,
 ) -> Result<Vec<(Entry, PermitRecord)>, V::Error> {
-    let mut permits = Vec::new();
-    view.scan(&keyspace::permit_prefix(name), None, &mut |entry| {
-        if let Some(entry) = live(Some(entry), now)
-            && let Some(record) = PermitRecord::from_entry(&entry)
-        {
-            permits.push((entry, record));
-        }
-        true
-    })?;
-    Ok(permits)
+    live_records(view, &keyspace::permit_prefix(name), now)
 }
 
 fn expiry(entry: &Entry) -> String {

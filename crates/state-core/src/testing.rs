@@ -58,3 +58,21 @@ impl Sim {
             .collect()
     }
 }
+
+/// A small deterministic generator (xorshift64) for randomized tests: a failing seed replays.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
+        // Spread small seeds over the whole state; xorshift never leaves zero.
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).max(1))
+    }
+
+    /// A number below `n`.
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}

@@ -168,6 +168,21 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// A delay or wait given in (possibly fractional) seconds, `default` when absent, checked to be
+/// between 0 and `max`, in whole milliseconds.
+pub fn seconds_within(
+    argument: &'static str,
+    seconds: Option<f64>,
+    default: f64,
+    max: f64,
+) -> Result<u64, InvalidInput> {
+    let value = seconds.unwrap_or(default);
+    if !(0.0..=max).contains(&value) || value.is_nan() {
+        return Err(InvalidInput::OutOfRange { argument, message: format!("must be between 0 and {max} seconds") });
+    }
+    Ok((value * 1000.0) as u64)
+}
+
 /// Converts a TTL given in (possibly fractional) seconds to whole milliseconds, rounding up so
 /// that a key never expires earlier than asked.
 pub fn ttl_millis(argument: &'static str, ttl_seconds: f64) -> Result<u64, InvalidInput> {

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 
 use crate::entry::Entry;
+use crate::time::UnixMillis;
 
 pub trait StateView {
     type Error;
@@ -56,6 +57,25 @@ where
     }
     let next = if more { items.last().map(|item| crate::cursor::encode(cursor_of(item))) } else { None };
     Ok((items, next))
+}
+
+/// The live entries under `prefix` whose value reads as a `T`, in key order: the records of
+/// one semaphore, scope or queue.
+pub fn live_records<V, T>(view: &V, prefix: &str, now: UnixMillis) -> Result<Vec<(Entry, T)>, V::Error>
+where
+    V: StateView + ?Sized,
+    T: serde::de::DeserializeOwned,
+{
+    let mut found = Vec::new();
+    view.scan(prefix, None, &mut |entry| {
+        if !entry.is_expired(now)
+            && let Ok(record) = serde_json::from_value::<T>(entry.value.clone())
+        {
+            found.push((entry, record));
+        }
+        true
+    })?;
+    Ok(found)
 }
 
 /// Entries in a map: a complete store for tests and model checks.

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::error::InvalidInput;
 use crate::key::{validate_agent_id, validate_key};
 use crate::limits::Limits;
-use crate::time::ttl_millis;
+use crate::time::{MAX_TTL_SECONDS, seconds_within, ttl_millis};
 
 /// Highest priority: receive takes higher priorities first, oldest first within one.
 pub const MAX_PRIORITY: u8 = 9;
@@ -22,14 +22,6 @@ pub const DEFAULT_VISIBILITY_SECONDS: f64 = 30.0;
 pub const MAX_WAIT_SECONDS: f64 = 55.0;
 /// The suffix of a queue's dead-letter queue.
 pub const DEAD_LETTER_SUFFIX: &str = ".dead";
-
-fn seconds(argument: &'static str, value: Option<f64>, default: f64, max: f64) -> Result<u64, InvalidInput> {
-    let value = value.unwrap_or(default);
-    if !(0.0..=max).contains(&value) || value.is_nan() {
-        return Err(InvalidInput::OutOfRange { argument, message: format!("must be between 0 and {max} seconds") });
-    }
-    Ok((value * 1000.0) as u64)
-}
 
 /// Put a message on a queue.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -94,7 +86,7 @@ impl QueueSendRequest {
         }
         Ok(SendTerms {
             priority,
-            delay_millis: seconds("delay_seconds", self.delay_seconds, 0.0, crate::time::MAX_TTL_SECONDS)?,
+            delay_millis: seconds_within("delay_seconds", self.delay_seconds, 0.0, MAX_TTL_SECONDS)?,
             ttl_millis: self.ttl_seconds.map(|t| ttl_millis("ttl_seconds", t)).transpose()?,
             max_attempts,
         })
@@ -147,7 +139,7 @@ impl QueueReceiveRequest {
         validate_agent_id("consumer_id", &self.consumer_id)?;
         let visibility =
             ttl_millis("visibility_seconds", self.visibility_seconds.unwrap_or(DEFAULT_VISIBILITY_SECONDS))?;
-        Ok((visibility, seconds("wait_seconds", self.wait_seconds, 0.0, MAX_WAIT_SECONDS)?))
+        Ok((visibility, seconds_within("wait_seconds", self.wait_seconds, 0.0, MAX_WAIT_SECONDS)?))
     }
 }
 
@@ -233,7 +225,7 @@ impl QueueNackRequest {
     pub fn validate(&self) -> Result<u64, InvalidInput> {
         validate_queue(&self.queue)?;
         validate_key("message_id", &self.message_id)?;
-        seconds("delay_seconds", self.delay_seconds, 0.0, crate::time::MAX_TTL_SECONDS)
+        seconds_within("delay_seconds", self.delay_seconds, 0.0, MAX_TTL_SECONDS)
     }
 }
 

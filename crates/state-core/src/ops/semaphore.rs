@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::InvalidInput;
 use crate::key::{validate_agent_id, validate_key};
-use crate::time::ttl_millis;
+use crate::time::{seconds_within, ttl_millis};
 
 /// The most permits a semaphore may have: holders are listed in every refusal, so the list
 /// stays readable.
@@ -46,16 +46,7 @@ impl SemaphoreAcquireRequest {
             });
         }
         let ttl = ttl_millis("ttl_seconds", self.ttl_seconds)?;
-        let wait = self.wait_seconds.unwrap_or(0.0);
-        if !(0.0..=MAX_WAIT_SECONDS).contains(&wait) || wait.is_nan() {
-            return Err(InvalidInput::OutOfRange {
-                argument: "wait_seconds",
-                message: format!(
-                    "must be between 0 and {MAX_WAIT_SECONDS}: clients cut tool calls at 60 s, so call again to wait longer"
-                ),
-            });
-        }
-        Ok((ttl, (wait * 1000.0) as u64))
+        Ok((ttl, seconds_within("wait_seconds", self.wait_seconds, 0.0, MAX_WAIT_SECONDS)?))
     }
 }
 

@@ -11,7 +11,7 @@ use super::{Paged, present};
 use crate::error::InvalidInput;
 use crate::key::{validate_agent_id, validate_key};
 use crate::limits::Limits;
-use crate::time::ttl_millis;
+use crate::time::{MAX_TTL_SECONDS, seconds_within, ttl_millis};
 
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 pub const MAX_ATTEMPTS_LIMIT: u32 = 1000;
@@ -103,7 +103,7 @@ pub const MAX_RUN_PRIORITY: u8 = 9;
 impl CreateRunRequest {
     /// The delay before the run can be claimed, in milliseconds.
     pub fn delay_millis(&self) -> u64 {
-        self.delay_seconds.map_or(0, |s| (s * 1000.0) as u64)
+        seconds_within("delay_seconds", self.delay_seconds, 0.0, MAX_TTL_SECONDS).unwrap_or(0)
     }
 
     pub fn validate(&self, limits: &Limits) -> Result<(), InvalidInput> {
@@ -126,14 +126,7 @@ impl CreateRunRequest {
                 message: format!("must be 0 to {MAX_RUN_PRIORITY}"),
             });
         }
-        if let Some(delay) = self.delay_seconds
-            && (!(0.0..=crate::time::MAX_TTL_SECONDS).contains(&delay) || delay.is_nan())
-        {
-            return Err(InvalidInput::OutOfRange {
-                argument: "delay_seconds",
-                message: "must be 0 or more seconds, at most ten years".into(),
-            });
-        }
+        seconds_within("delay_seconds", self.delay_seconds, 0.0, MAX_TTL_SECONDS)?;
         if let Some(key) = &self.dedupe_key {
             validate_key("dedupe_key", key)?;
         }
@@ -436,20 +429,13 @@ fn yes() -> bool {
 impl FailRequest {
     /// The retry's delay in milliseconds.
     pub fn retry_delay_millis(&self) -> u64 {
-        self.retry_delay_seconds.map_or(0, |s| (s * 1000.0) as u64)
+        seconds_within("retry_delay_seconds", self.retry_delay_seconds, 0.0, MAX_TTL_SECONDS).unwrap_or(0)
     }
 
     pub fn validate(&self) -> Result<(), InvalidInput> {
         validate_key("run_id", &self.run_id)?;
         validate_agent_id("agent_id", &self.agent_id)?;
-        if let Some(delay) = self.retry_delay_seconds
-            && (!(0.0..=crate::time::MAX_TTL_SECONDS).contains(&delay) || delay.is_nan())
-        {
-            return Err(InvalidInput::OutOfRange {
-                argument: "retry_delay_seconds",
-                message: "must be 0 or more seconds, at most ten years".into(),
-            });
-        }
+        seconds_within("retry_delay_seconds", self.retry_delay_seconds, 0.0, MAX_TTL_SECONDS)?;
         if self.error.len() > 64 * 1024 {
             return Err(InvalidInput::OutOfRange { argument: "error", message: "is over 64 KiB: summarise it".into() });
         }

@@ -117,13 +117,8 @@ fn a_message_with_a_ttl_is_dropped_when_it_runs_out_even_in_flight() {
 #[test]
 fn random_histories_lose_nothing_and_ack_nothing_twice() {
     for seed in 1..=30u64 {
-        let mut rng = seed.wrapping_mul(0xA076_1D64_78BD_642F);
-        let mut next = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut rng = crate::testing::Rng::new(seed);
+        let mut next = |n: u64| rng.below(n);
         let mut sim = Sim::new();
         let mut sent = BTreeSet::new();
         let mut acked = BTreeSet::new();

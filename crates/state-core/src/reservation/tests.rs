@@ -119,13 +119,8 @@ fn random_histories_never_grant_two_conflicting_reservations() {
     let patterns = ["src/**", "src/*.rs", "src/lib.rs", "docs/", "*.md", "**/*.md", "tests/a?.rs"];
     let probes = ["src/lib.rs", "src/a/b.rs", "docs/x.md", "README.md", "tests/ab.rs", "src/x.md"];
     for seed in 1..=30u64 {
-        let mut rng = seed.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        let mut next = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut rng = crate::testing::Rng::new(seed);
+        let mut next = |n: u64| rng.below(n);
         let mut sim = Sim::new();
         for step in 0..200 {
             let holder = format!("h{}", next(4));

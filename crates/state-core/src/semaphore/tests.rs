@@ -116,13 +116,8 @@ impl Model {
 fn random_histories_match_a_model_and_never_exceed_the_capacity() {
     const CAPACITY: u32 = 3;
     for seed in 1..=40u64 {
-        let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let mut next = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut rng = crate::testing::Rng::new(seed);
+        let mut next = |n: u64| rng.below(n);
         let mut sim = Sim::new();
         let mut model = Model::default();
         let mut tokens: BTreeMap<String, u64> = BTreeMap::new();

@@ -493,13 +493,8 @@ fn a_dedupe_key_returns_the_unfinished_run_and_frees_once_it_finished() {
 #[test]
 fn random_dags_are_claimed_in_dependency_order() {
     for seed in 1..=20u64 {
-        let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let mut next = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut rng = crate::testing::Rng::new(seed);
+        let mut next = |n: u64| rng.below(n);
         let mut sim = Sim::new();
         let mut ids: Vec<String> = Vec::new();
         let mut deps: BTreeMap<String, Vec<String>> = BTreeMap::new();

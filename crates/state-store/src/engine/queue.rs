@@ -9,16 +9,12 @@ use state_core::ops::queue::{
     QueueAckRequest, QueueNackRequest, QueuePeekRequest, QueuePeekResult, QueueReceiveRequest, QueueReceiveResult,
     QueueSendRequest, QueueSendResult, QueueSettleResult, ReceiveStatus,
 };
-use state_core::ops::watch::WatchRequest;
 use state_core::queue::{self, Outgoing};
 use tokio::time::Instant;
 
 use super::view::TxnView;
 use super::{Engine, ReadCost};
 use crate::error::EngineError;
-
-/// The longest a waiting receive sleeps between looks when nothing it watches changes.
-const RECHECK: Duration = Duration::from_secs(1);
 
 impl Engine {
     pub async fn queue_send(&self, req: QueueSendRequest) -> Result<QueueSendResult, EngineError> {
@@ -64,15 +60,7 @@ impl Engine {
                 Ok(at.map(|at| Duration::from_millis(at.0.saturating_sub(now.0))))
             })
             .await?;
-        let until = deadline.min(Instant::now() + due.unwrap_or(RECHECK).min(RECHECK));
-        let request =
-            WatchRequest { after_revision: Some(revision), ..WatchRequest::key(Some(HistoryKind::Queue), name) };
-        let mut watch = self.watch(request).await?;
-        match tokio::time::timeout_at(until, watch.next()).await {
-            Ok(Some(Err(EngineError::WatchLagged { .. }))) | Ok(Some(Ok(_))) | Err(_) => Ok(()),
-            Ok(Some(Err(error))) => Err(error),
-            Ok(None) => Err(EngineError::Closed),
-        }
+        self.wait_for_change(HistoryKind::Queue, name, revision, due, deadline).await
     }
 
     pub async fn queue_ack(&self, req: QueueAckRequest) -> Result<QueueSettleResult, EngineError> {

@@ -10,18 +10,12 @@ use state_core::ops::semaphore::{
     PermitResult, SemaphoreAcquireRequest, SemaphoreAcquireResult, SemaphoreGetRequest, SemaphoreGetResult,
     SemaphoreReleaseRequest, SemaphoreRenewRequest, SemaphoreStatus,
 };
-use state_core::ops::watch::WatchRequest;
 use state_core::semaphore;
 use tokio::time::Instant;
 
 use super::view::TxnView;
 use super::{Engine, ReadCost};
 use crate::error::EngineError;
-
-/// The longest a waiting acquire sleeps between tries when nothing it watches changes: a
-/// permit that expires is freed when the store's clock passes its expiry, which the sweeper
-/// records a little later.
-const RECHECK: Duration = Duration::from_secs(1);
 
 impl Engine {
     pub async fn semaphore_acquire(&self, req: SemaphoreAcquireRequest) -> Result<SemaphoreAcquireResult, EngineError> {
@@ -51,15 +45,7 @@ impl Engine {
                 Ok(expiry.map(|at| Duration::from_millis(at.0.saturating_sub(now.0))))
             })
             .await?;
-        let until = deadline.min(Instant::now() + soonest.unwrap_or(RECHECK).min(RECHECK));
-        let request =
-            WatchRequest { after_revision: Some(revision), ..WatchRequest::key(Some(HistoryKind::Semaphore), name) };
-        let mut watch = self.watch(request).await?;
-        match tokio::time::timeout_at(until, watch.next()).await {
-            Ok(Some(Err(EngineError::WatchLagged { .. }))) | Ok(Some(Ok(_))) | Err(_) => Ok(()),
-            Ok(Some(Err(error))) => Err(error),
-            Ok(None) => Err(EngineError::Closed),
-        }
+        self.wait_for_change(HistoryKind::Semaphore, name, revision, soonest, deadline).await
     }
 
     pub async fn semaphore_renew(&self, req: SemaphoreRenewRequest) -> Result<PermitResult, EngineError> {

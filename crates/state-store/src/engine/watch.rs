@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use state_core::Event;
-use state_core::ops::history::{HistoryEvent, HistoryRequest, KeyFilter};
+use state_core::ops::history::{HistoryEvent, HistoryKind, HistoryRequest, KeyFilter};
 use state_core::ops::watch::{WatchBatch, WatchRequest};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
@@ -160,6 +160,33 @@ impl Engine {
             catch_up_to: revision,
             ready: VecDeque::new(),
         })
+    }
+}
+
+/// The longest a bounded wait sleeps between looks when nothing it watches changes: what it
+/// waits for may come due on the store's clock (an expiry, a delay) before any write says so.
+const RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Engine {
+    /// Returns once the records of `kind` under `key` changed after `revision`, `due` has
+    /// passed (when the caller knows something comes due by the clock), a second went by, or
+    /// `deadline` came: the step of a bounded wait (a semaphore permit, a queue message).
+    pub(super) async fn wait_for_change(
+        &self,
+        kind: HistoryKind,
+        key: &str,
+        revision: u64,
+        due: Option<std::time::Duration>,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), EngineError> {
+        let until = deadline.min(tokio::time::Instant::now() + due.unwrap_or(RECHECK).min(RECHECK));
+        let request = WatchRequest { after_revision: Some(revision), ..WatchRequest::key(Some(kind), key) };
+        let mut watch = self.watch(request).await?;
+        match tokio::time::timeout_at(until, watch.next()).await {
+            Ok(Some(Err(EngineError::WatchLagged { .. }))) | Ok(Some(Ok(_))) | Err(_) => Ok(()),
+            Ok(Some(Err(error))) => Err(error),
+            Ok(None) => Err(EngineError::Closed),
+        }
     }
 }
 

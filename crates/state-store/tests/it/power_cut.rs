@@ -80,7 +80,8 @@ async fn every_acknowledged_write_survives_a_power_cut_at_any_moment() {
         // Let the writers run for a while that differs each cycle, then cut the power.
         tokio::time::sleep(std::time::Duration::from_millis(20 + cycle * 17 % 90)).await;
         cut.store(true, Ordering::SeqCst);
-        let (crashed_disk, crashed_log) = (disk.crashed_copy(), log.crashed_copy());
+        let crashed = Volatile::crashed_together(&[&disk, &log]);
+        let (crashed_disk, crashed_log) = (crashed[0].clone(), crashed[1].clone());
         let mut acknowledged = Vec::new();
         for writer in writers {
             acknowledged.push(writer.await.unwrap());

@@ -178,6 +178,21 @@ impl Volatile {
         Volatile(Arc::new(Mutex::new(Platters { now: synced.clone(), synced, syncs: 0 })))
     }
 
+    /// What several disks of one machine would hold after one power cut now: each disk's lock is
+    /// held until all are copied, so no sync lands on one disk between the copies of two others
+    /// (a real cut stops every disk at the same instant; copies taken one after another could
+    /// pair a database from before a checkpoint with a log from after it).
+    pub fn crashed_together(disks: &[&Volatile]) -> Vec<Volatile> {
+        let guards: Vec<_> = disks.iter().map(|disk| disk.0.lock()).collect();
+        guards
+            .iter()
+            .map(|guard| {
+                let synced = guard.as_ref().map(|p| p.synced.clone()).unwrap_or_default();
+                Volatile(Arc::new(Mutex::new(Platters { now: synced.clone(), synced, syncs: 0 })))
+            })
+            .collect()
+    }
+
     /// Flips the bits of one byte, as damage on the medium does.
     pub fn damage(&self, offset: u64) {
         if let Ok(mut guard) = self.0.lock() {
