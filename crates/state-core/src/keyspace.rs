@@ -41,6 +41,9 @@ pub enum Space {
     MessageDedupe,
     /// A run's dedupe key, naming the run that carries it.
     RunDedupe,
+    /// Index of unfinished runs with a priority, highest first, then in creation order (runs
+    /// of priority 0 stay in `Queue`, as stores written before priorities have them).
+    PriorityQueue,
     /// A signal sent to a run, under the run and the signal's id.
     Signal,
     /// The claim on a workflow run: a lease whose expiry returns the run to the queue.
@@ -91,7 +94,8 @@ impl Corpus {
     }
 }
 
-const TAGS: [(Space, char); 22] = [
+const TAGS: [(Space, char); 23] = [
+    (Space::PriorityQueue, 'B'),
     (Space::Signal, 'O'),
     (Space::RunDedupe, 'J'),
     (Space::Message, 'G'),
@@ -185,6 +189,24 @@ pub fn signal_prefix(run_id: &str) -> String {
 
 pub fn signal_key(run_id: &str, signal_id: u64) -> String {
     format!("{}{signal_id:020}", signal_prefix(run_id))
+}
+
+/// Where an unfinished run of `priority` is indexed for claiming.
+pub fn queue_key_for(run_id: &str, priority: u8) -> String {
+    match priority {
+        0 => queue_key(run_id),
+        p => format!("{}{}{run_id}", prefix(Space::PriorityQueue), 9u8.saturating_sub(p.min(9))),
+    }
+}
+
+/// The run an index entry of `Queue` or `PriorityQueue` names.
+pub fn queued_run_id(raw: &str) -> &str {
+    let priority_prefix = prefix(Space::PriorityQueue);
+    match raw.strip_prefix(&priority_prefix) {
+        // One digit of inverted priority, then the run id.
+        Some(rest) => rest.get(1..).unwrap_or(""),
+        None => classify(raw).1,
+    }
 }
 
 pub fn run_dedupe_key(dedupe_key: &str) -> String {

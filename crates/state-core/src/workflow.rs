@@ -434,7 +434,7 @@ pub fn plan_create<V: StateView + ?Sized>(
         detail["depends_on"] = json!(run.depends_on);
     }
     changes.write(None, &keyspace::run_key(&id), encode(&run), None, Record::Transition(Action::RunCreate, detail));
-    changes.write(None, &keyspace::queue_key(&id), Value::Null, None, Record::Silent);
+    changes.write(None, &keyspace::queue_key_for(&id, run.priority), Value::Null, None, Record::Silent);
     if let Some(index) = &dedupe_index {
         let stored = view.get(index)?;
         changes.write(stored.as_ref(), index, json!({"run_id": id}), None, Record::Silent);
@@ -464,7 +464,7 @@ fn retire(changes: &mut Changes<'_>, view: &RunView) {
     if let Some(claim) = &view.claim {
         changes.remove(claim, Record::Silent);
     }
-    changes.drop_key(&keyspace::queue_key(view.run_id()));
+    changes.drop_key(&keyspace::queue_key_for(view.run_id(), view.run.priority));
 }
 
 /// Settles a run whose claim ran out: back to pending while attempts remain, else failed.
@@ -593,53 +593,58 @@ pub fn plan_claim<V: StateView + ?Sized>(
     Ok(changes.finish(result))
 }
 
-/// The claimable run matching the filters with the highest priority, the oldest of those:
-/// claimable now, its delay passed, its dependencies completed, and its concurrency key below
-/// its limit.
+/// Visits the unfinished runs in claim order (highest priority, then oldest) until `visit`
+/// says stop: the runs with a priority are indexed apart, by priority, so a claim reads runs
+/// from the front of the order and stops at the first it can take.
+fn scan_queued<V: StateView + ?Sized>(
+    view: &V,
+    visit: &mut dyn FnMut(RunView) -> Result<bool, V::Error>,
+) -> Result<(), V::Error> {
+    let mut failure = None;
+    let mut go_on = true;
+    for prefix in [keyspace::prefix(Space::PriorityQueue), keyspace::prefix(Space::Queue)] {
+        if !go_on {
+            break;
+        }
+        view.scan(&prefix, None, &mut |queued| {
+            let loaded = RunView::load(view, keyspace::queued_run_id(&queued.key));
+            go_on = match loaded {
+                Ok(Some(run)) => visit(run).unwrap_or_else(|e| {
+                    failure = Some(e);
+                    false
+                }),
+                Ok(None) => true,
+                Err(e) => {
+                    failure = Some(e);
+                    false
+                }
+            };
+            go_on
+        })?;
+    }
+    failure.map_or(Ok(()), Err)
+}
+
+/// The first run in claim order that matches the filters and can be claimed now: its phase
+/// allows it, its delay passed, its dependencies completed (or its signal came), and its
+/// concurrency key is below its limit.
 fn next_claimable<V: StateView + ?Sized>(
     view: &V,
     args: ClaimArgs<'_>,
     now: UnixMillis,
 ) -> Result<Option<RunView>, V::Error> {
-    // One pass over the unfinished runs: how many run now under each concurrency key, and the
-    // candidates in queue (creation) order.
-    let mut running: BTreeMap<String, u32> = BTreeMap::new();
-    let mut candidates = Vec::new();
-    let mut failure = None;
-    view.scan(&keyspace::prefix(Space::Queue), None, &mut |queued| {
-        let (_, run_id) = keyspace::classify(&queued.key);
-        match RunView::load(view, run_id) {
-            Ok(Some(run)) => {
-                let phase = run.phase(now);
-                if let (Phase::Held { .. }, Some(concurrency)) = (&phase, &run.run.concurrency) {
-                    *running.entry(concurrency.key.clone()).or_default() += 1;
-                }
-                if run.matches(args.name, args.tags) && claimable(&phase) {
-                    candidates.push(run);
-                }
-                true
-            }
-            Ok(None) => true,
-            Err(e) => {
-                failure = Some(e);
-                false
-            }
-        }
-    })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    let mut found: Option<RunView> = None;
-    for run in candidates {
-        // The queue is in creation order: a later run wins only with a higher priority.
-        if found.as_ref().is_some_and(|best| run.run.priority <= best.run.priority) {
-            continue;
-        }
-        let capped = run.run.concurrency.as_ref().is_some_and(|c| running.get(&c.key).copied().unwrap_or(0) >= c.limit);
-        if !capped && ready(view, &run, now)? {
+    let mut found = None;
+    scan_queued(view, &mut |run| {
+        if run.matches(args.name, args.tags)
+            && claimable(&run.phase(now))
+            && ready(view, &run, now)?
+            && !at_limit(view, &run, now)?
+        {
             found = Some(run);
+            return Ok(false);
         }
-    }
+        Ok(true)
+    })?;
     Ok(found)
 }
 
@@ -647,23 +652,14 @@ fn next_claimable<V: StateView + ?Sized>(
 fn at_limit<V: StateView + ?Sized>(view: &V, run: &RunView, now: UnixMillis) -> Result<bool, V::Error> {
     let Some(concurrency) = &run.run.concurrency else { return Ok(false) };
     let mut running = 0;
-    let mut failure = None;
-    view.scan(&keyspace::prefix(Space::Queue), None, &mut |queued| {
-        match RunView::load(view, keyspace::classify(&queued.key).1) {
-            Ok(Some(other)) if other.run.concurrency.as_ref().is_some_and(|c| c.key == concurrency.key) => {
-                if matches!(other.phase(now), Phase::Held { .. }) {
-                    running += 1;
-                }
-            }
-            Ok(_) => {}
-            Err(e) => failure = Some(e),
+    scan_queued(view, &mut |other| {
+        let same_key = other.run.concurrency.as_ref().is_some_and(|c| c.key == concurrency.key);
+        if same_key && matches!(other.phase(now), Phase::Held { .. }) {
+            running += 1;
         }
-        failure.is_none()
+        Ok(running < concurrency.limit)
     })?;
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(running >= concurrency.limit),
-    }
+    Ok(running >= concurrency.limit)
 }
 
 fn claimable(phase: &Phase) -> bool {

@@ -60,9 +60,13 @@ impl HistoryKind {
             Space::Permit => HistoryKind::Semaphore,
             Space::Reservation => HistoryKind::Reservation,
             Space::Message | Space::MessageDedupe => HistoryKind::Queue,
-            Space::Claim | Space::Run | Space::Step | Space::Queue | Space::RunDedupe | Space::Signal => {
-                HistoryKind::Workflow
-            }
+            Space::Claim
+            | Space::Run
+            | Space::Step
+            | Space::Queue
+            | Space::PriorityQueue
+            | Space::RunDedupe
+            | Space::Signal => HistoryKind::Workflow,
             Space::Session | Space::SessionVersion => HistoryKind::Session,
             Space::Checkpoint | Space::CheckpointSession | Space::CheckpointLatest => HistoryKind::Checkpoint,
             Space::Note => HistoryKind::Knowledge,

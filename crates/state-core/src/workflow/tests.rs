@@ -621,3 +621,16 @@ fn runs_sharing_a_concurrency_key_run_at_most_its_limit_at_once() {
     finish(&mut sim, &first, Ending::Complete { result: json!(null) });
     assert_eq!(claim(&mut sim, "w", None, &[]).run_id.as_deref(), Some(runs[2].as_str()), "a slot freed");
 }
+
+#[test]
+fn a_finished_run_leaves_the_claim_order_whatever_its_priority() {
+    let mut sim = Sim::new();
+    create_with(&mut sim, "urgent", CreateRunRequest { priority: Some(7), ..Default::default() });
+    create_with(&mut sim, "plain", CreateRunRequest::default());
+    for _ in 0..2 {
+        let claimed = claim(&mut sim, "w", None, &[]);
+        finish(&mut sim, &claimed, Ending::Complete { result: json!(null) });
+    }
+    let indexed = |space| sim.view.entries.keys().filter(|k| k.starts_with(&keyspace::prefix(space))).count();
+    assert_eq!((indexed(Space::PriorityQueue), indexed(Space::Queue)), (0, 0), "both indexes emptied");
+}
