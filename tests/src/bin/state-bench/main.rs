@@ -4,6 +4,7 @@
 //! figures recorded in docs/BENCHMARKS.md come from it. Ratios within one run are what to
 //! compare: the machines this runs on are shared and noisy.
 
+mod dag;
 mod floor;
 mod http;
 mod knowledge;
@@ -53,13 +54,16 @@ struct Args {
     /// Keys in the store the inspector opens
     #[arg(long, default_value_t = 100_000)]
     tui_keys: usize,
+    /// Runs in the DAG of the dag section
+    #[arg(long, default_value_t = 2_000)]
+    dag_runs: u64,
     /// Messages sent, then drained, in the queue section
     #[arg(long, default_value_t = 5_000)]
     queue_messages: u64,
     /// Writes of 1 MB in the stalled-watcher section
     #[arg(long, default_value_t = 1000)]
     stalled_writes: usize,
-    /// Only run sections whose name contains this (engine, queue, knowledge, mcp, http, stalled, replicas, tui)
+    /// Only run sections whose name contains this (engine, queue, dag, knowledge, mcp, http, stalled, replicas, tui)
     #[arg(long)]
     only: Option<String>,
     /// Internal: echo on this Unix socket (the other end of the round-trip floor)
@@ -86,6 +90,9 @@ fn main() -> Result<()> {
     }
     if wants("queue") {
         runtime.block_on(queue::engine_queue(args.queue_messages, &[1, 8]))?;
+    }
+    if wants("dag") {
+        runtime.block_on(dag::engine_dag(args.dag_runs, 8))?;
     }
     if wants("knowledge") {
         runtime.block_on(knowledge::engine_knowledge(&args.notes))?;
