@@ -12,6 +12,10 @@ use std::collections::{BTreeSet, HashSet};
 /// The longest pattern accepted, in bytes: the overlap check is quadratic in pattern length.
 pub const MAX_PATTERN_BYTES: usize = 256;
 
+/// Steps (a pair of positions times one character) an overlap check may take. Past it the
+/// patterns are taken to overlap: a crafted pair then costs a refusal, never the writer's time.
+const OVERLAP_STEPS: usize = 100_000;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Token {
     Literal(char),
@@ -74,7 +78,8 @@ impl Glob {
         states.contains(&self.tokens.len())
     }
 
-    /// Whether some path matches both patterns.
+    /// Whether some path matches both patterns (or the check ran past its budget, when it
+    /// answers yes: a reservation is refused rather than the writer stalled).
     pub fn overlaps(&self, other: &Glob) -> bool {
         // Characters that could make the two differ: every literal of either, the separator,
         // and one character that is none of those (what `?` and `*` match besides).
@@ -93,8 +98,13 @@ impl Glob {
                 }
             }
         }
+        let mut steps = 0usize;
         while let Some((i, j)) = todo.pop() {
             if i == self.tokens.len() && j == other.tokens.len() {
+                return true;
+            }
+            steps += alphabet.len();
+            if steps > OVERLAP_STEPS {
                 return true;
             }
             for &c in &alphabet {

@@ -70,6 +70,31 @@ fn a_token_reaches_only_under_its_prefixes() {
 }
 
 #[test]
+fn coordination_records_belong_to_the_prefix_of_their_name() {
+    use Operation::*;
+    let a = "team-a-secret-0123456789";
+    let permit = |name: &str| json!({"name": name, "holder_id": "h", "capacity": 2, "ttl_seconds": 5});
+    assert!(allowed(a, SemaphoreAcquire, permit("team-a/gpu")));
+    assert!(!allowed(a, SemaphoreAcquire, permit("team-b/gpu")), "another tenant's semaphore");
+    assert!(!allowed(a, SemaphoreGet, json!({"name": "team-b/gpu"})));
+    let reserve = |scope: &str| json!({"scope": scope, "holder_id": "h", "patterns": ["**"], "ttl_seconds": 5});
+    assert!(allowed(a, PathsReserve, reserve("team-a/repo")));
+    assert!(!allowed(a, PathsReserve, reserve("team-b/repo")), "another tenant's repository");
+    assert!(!allowed(a, PathsCheck, json!({"scope": "team-b/repo", "holder_id": "h", "path": "x"})));
+    assert!(allowed(a, QueueSend, json!({"queue": "team-a/inbox", "body": 1})));
+    assert!(!allowed(a, QueueSend, json!({"queue": "team-b/inbox", "body": 1})), "another tenant's inbox");
+    assert!(!allowed(a, QueueReceive, json!({"queue": "team-b/inbox", "consumer_id": "c"})));
+    assert!(!allowed(a, QueuePeek, json!({"queue": "team-b/inbox.dead"})), "nor its dead letters");
+    assert!(!allowed(a, StateWatch, json!({"kind": "queue", "key": "team-b/inbox"})), "nor its traffic");
+    assert!(allowed(a, StateWatch, json!({"kind": "semaphore", "key": "team-a/gpu"})));
+    assert!(!allowed(a, HistoryLog, json!({"kind": "reservation", "prefix": "team-b/"})));
+    assert!(
+        !allowed("password", QueueAck, json!({"queue": "shared/q", "message_id": "1", "receipt": 1})),
+        "reading is not acking"
+    );
+}
+
+#[test]
 fn rights_are_ordered() {
     use Operation::*;
     let reader = "password";

@@ -68,3 +68,14 @@ fn overlap_agrees_with_matching_on_every_short_path() {
         }
     }
 }
+
+#[test]
+fn a_crafted_pair_costs_a_refusal_not_the_writers_time() {
+    // Stars between many distinct literals, and different last characters: no path matches
+    // both, but proving it means walking a large product of the two patterns.
+    let stars: String = (0..60).map(|i| format!("*{}", char::from(b'a' + (i % 26) as u8))).collect();
+    let (a, b) = (format!("{stars}*X"), format!("{stars}*Y"));
+    // No path matches both: only the budget makes the answer yes, so this proves it stops.
+    assert!(glob(&a).overlaps(&glob(&b)), "past its budget, a check answers that they overlap");
+    assert!(!glob("*a*X").overlaps(&glob("*a*Y")), "a small pair is still decided exactly");
+}

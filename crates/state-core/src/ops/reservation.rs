@@ -10,7 +10,7 @@ use crate::key::{validate_agent_id, validate_key};
 use crate::time::ttl_millis;
 
 /// Most patterns in one reservation.
-pub const MAX_PATTERNS: usize = 64;
+pub const MAX_PATTERNS: usize = 32;
 
 /// Reserve path patterns in a scope.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
