@@ -281,8 +281,13 @@ fn a_watcher_that_stops_reading_does_not_make_the_server_hold_the_values_it_miss
     // The same load on two servers; only one has a watcher that stops reading. What the
     // stalled watcher costs is the difference.
     let (place_a, place_b) = (Place::new(), Place::new());
-    let stalled_server = place_a.serve(&["--watch-buffer-bytes", BUDGET]);
-    let control = place_b.serve(&["--watch-buffer-bytes", BUDGET]);
+    // glibc raises its mmap threshold after a large block is freed, and from then on keeps
+    // freed megabyte blocks in its heap: resident memory would measure the allocator's
+    // history, not what the server holds (it once made the two servers differ by 24 MB).
+    // A fixed threshold maps every large block and unmaps it when freed.
+    let exact_rss = [("MALLOC_MMAP_THRESHOLD_", "131072"), ("MALLOC_ARENA_MAX", "2")];
+    let stalled_server = place_a.serve_with_env(&["--watch-buffer-bytes", BUDGET], &exact_rss);
+    let control = place_b.serve_with_env(&["--watch-buffer-bytes", BUDGET], &exact_rss);
     let mut stalled = stalled_server.client().stream("/v1/watch?prefix=big/", &[]).unwrap();
     assert_eq!(stalled.next_event().unwrap().unwrap().event.as_deref(), Some("position"));
     let before = (rss(stalled_server.pid()), rss(control.pid()));

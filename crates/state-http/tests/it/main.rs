@@ -92,11 +92,17 @@ impl Place {
 
     /// Starts `state-http --db <db> <extra>`.
     pub(crate) fn serve(&self, extra: &[&str]) -> HttpServer {
+        self.serve_with_env(extra, &[])
+    }
+
+    /// Starts `state-http --db <db> <extra>` with these variables added to its environment.
+    pub(crate) fn serve_with_env(&self, extra: &[&str], more_env: &[(&str, &str)]) -> HttpServer {
         let db = self.db.to_string_lossy().into_owned();
         let mut args = vec!["--db", db.as_str(), "--owner-idle", "2s"];
         args.extend_from_slice(extra);
         let env = self.env();
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        env.extend_from_slice(more_env);
         HttpServer::start(binary(), &args, &env).unwrap()
     }
 
