@@ -41,18 +41,22 @@ pub enum Space {
     MessageDedupe,
     /// A run's dedupe key, naming the run that carries it.
     RunDedupe,
-    /// Index of unfinished runs with a priority, highest first, then in creation order (runs
-    /// of priority 0 stay in `Queue`, as stores written before priorities have them).
+    /// Index of unfinished runs with a priority that wait on no dependency, highest first,
+    /// then in creation order (runs of priority 0 stay in `Queue`, as stores written before
+    /// priorities have them).
     PriorityQueue,
     /// A signal sent to a run, under the run and the signal's id.
     Signal,
+    /// A run that waits on a dependency, under the dependency and the waiting run: the
+    /// completion of the dependency looks here for the runs it may make ready.
+    Dependent,
     /// The claim on a workflow run: a lease whose expiry returns the run to the queue.
     Claim,
     /// A workflow run record.
     Run,
     /// One step output of a run.
     Step,
-    /// Index of runs that are not finished, in creation order.
+    /// Index of runs that are not finished and wait on no dependency, in creation order.
     Queue,
     /// A session's latest context (entry version = session version).
     Session,
@@ -94,8 +98,9 @@ impl Corpus {
     }
 }
 
-const TAGS: [(Space, char); 23] = [
+const TAGS: [(Space, char); 24] = [
     (Space::PriorityQueue, 'B'),
+    (Space::Dependent, 'D'),
     (Space::Signal, 'O'),
     (Space::RunDedupe, 'J'),
     (Space::Message, 'G'),
@@ -189,6 +194,20 @@ pub fn signal_prefix(run_id: &str) -> String {
 
 pub fn signal_key(run_id: &str, signal_id: u64) -> String {
     format!("{}{signal_id:020}", signal_prefix(run_id))
+}
+
+/// Every run noted as waiting on `dependency`.
+pub fn dependent_prefix(dependency: &str) -> String {
+    format!("{}{dependency}{SEP}", prefix(Space::Dependent))
+}
+
+pub fn dependent_key(dependency: &str, dependent: &str) -> String {
+    format!("{}{dependent}", dependent_prefix(dependency))
+}
+
+/// The waiting run a `Dependent` key names (after the dependency and the separator).
+pub fn dependent_run_id(raw: &str) -> Option<&str> {
+    raw.strip_prefix(&prefix(Space::Dependent))?.split_once(SEP).map(|(_, dependent)| dependent)
 }
 
 /// Where an unfinished run of `priority` is indexed for claiming.

@@ -434,7 +434,17 @@ pub fn plan_create<V: StateView + ?Sized>(
         detail["depends_on"] = json!(run.depends_on);
     }
     changes.write(None, &keyspace::run_key(&id), encode(&run), None, Record::Transition(Action::RunCreate, detail));
-    changes.write(None, &keyspace::queue_key_for(&id, run.priority), Value::Null, None, Record::Silent);
+    // A run enters the claim order only once nothing it depends on is unfinished, so claims
+    // never reread the runs that wait; until then it is noted under each dependency it waits
+    // on, and the completion of the last one enqueues it. A blocked run is never enqueued.
+    let deps = dependencies(view, &run, ctx.now)?;
+    if deps.met() {
+        changes.write(None, &keyspace::queue_key_for(&id, run.priority), Value::Null, None, Record::Silent);
+    } else if deps.blocked_by.is_none() {
+        for dependency in &deps.waiting_on {
+            changes.write(None, &keyspace::dependent_key(dependency, &id), Value::Null, None, Record::Silent);
+        }
+    }
     if let Some(index) = &dedupe_index {
         let stored = view.get(index)?;
         changes.write(stored.as_ref(), index, json!({"run_id": id}), None, Record::Silent);
@@ -459,17 +469,52 @@ fn save_run(changes: &mut Changes<'_>, stored: &Entry, run: &RunRecord, action: 
     changes.write(Some(stored), &stored.key, encode(run), None, Record::Transition(action, detail))
 }
 
-/// Leaves the queue and drops the claim: the run is finished.
-fn retire(changes: &mut Changes<'_>, view: &RunView) {
-    if let Some(claim) = &view.claim {
+/// Leaves the queue and drops the claim: the run is finished. The runs waiting on it are
+/// enqueued when it `completed` and this was the last dependency they waited on; otherwise
+/// they stay blocked for good, and out of the claim order.
+fn retire<V: StateView + ?Sized>(
+    view: &V,
+    changes: &mut Changes<'_>,
+    run: &RunView,
+    completed: bool,
+) -> Result<(), V::Error> {
+    if let Some(claim) = &run.claim {
         changes.remove(claim, Record::Silent);
     }
-    changes.drop_key(&keyspace::queue_key_for(view.run_id(), view.run.priority));
+    changes.drop_key(&keyspace::queue_key_for(run.run_id(), run.run.priority));
+    let mut notes = Vec::new();
+    view.scan(&keyspace::dependent_prefix(run.run_id()), None, &mut |entry| {
+        notes.push(entry.key);
+        true
+    })?;
+    for note in notes {
+        changes.drop_key(&note);
+        let Some(dependent) = keyspace::dependent_run_id(&note) else { continue };
+        if !completed {
+            continue;
+        }
+        let Some(waiting) = RunView::load(view, dependent)? else { continue };
+        if waiting.status(changes.now()).is_terminal() {
+            continue;
+        }
+        // The view still shows this run unfinished: its completion is this very plan.
+        let mut deps = dependencies(view, &waiting.run, changes.now())?;
+        deps.waiting_on.retain(|dep| dep != run.run_id());
+        if deps.met() {
+            let queued = keyspace::queue_key_for(dependent, waiting.run.priority);
+            changes.write(None, &queued, Value::Null, None, Record::Silent);
+        }
+    }
+    Ok(())
 }
 
 /// Settles a run whose claim ran out: back to pending while attempts remain, else failed.
 /// Returns the run as it now stands.
-fn settle_lapse(changes: &mut Changes<'_>, view: &RunView) -> RunView {
+fn settle_lapse<V: StateView + ?Sized>(
+    state: &V,
+    changes: &mut Changes<'_>,
+    view: &RunView,
+) -> Result<RunView, V::Error> {
     let mut run = view.run.clone();
     let attempts_left = run.attempt < run.max_attempts;
     let previous = run.holder.clone();
@@ -489,10 +534,10 @@ fn settle_lapse(changes: &mut Changes<'_>, view: &RunView) -> RunView {
         }
     }
     if !attempts_left {
-        retire(changes, &RunView { claim: None, ..view.clone() });
+        retire(state, changes, &RunView { claim: None, ..view.clone() }, false)?;
     }
     let entry = save_run(changes, &view.entry, &run, Action::RunClaimExpire, detail);
-    RunView { entry, run, claim: None }
+    Ok(RunView { entry, run, claim: None })
 }
 
 /// The claim-expiry transition, for the sweeper: `expired` is a claim entry whose TTL ran out.
@@ -504,7 +549,7 @@ pub(crate) fn expire_claim<V: StateView + ?Sized>(
     let (_, run_id) = keyspace::classify(&expired.key);
     match RunView::load(view, run_id)? {
         Some(run) if matches!(run.phase(changes.now()), Phase::Lapsed { .. }) => {
-            settle_lapse(changes, &run);
+            settle_lapse(view, changes, &run)?;
         }
         // An orphaned or superseded claim: just drop it.
         _ => changes.expire(expired),
@@ -589,7 +634,7 @@ pub fn plan_claim<V: StateView + ?Sized>(
     };
     let mut changes = Changes::new(ctx, Some(args.agent_id));
     let signals = signals(view, target.run_id())?;
-    let result = ClaimResult { signals, ..claim_run(&mut changes, target, args) };
+    let result = ClaimResult { signals, ..claim_run(view, &mut changes, target, args)? };
     Ok(changes.finish(result))
 }
 
@@ -649,24 +694,39 @@ fn next_claimable<V: StateView + ?Sized>(
 }
 
 /// Whether the runs sharing `run`'s concurrency key already run as many as its limit allows.
+/// A held run has a claim entry, so the claims (as many as the runs being worked on, not as
+/// many as wait) are what is read.
 fn at_limit<V: StateView + ?Sized>(view: &V, run: &RunView, now: UnixMillis) -> Result<bool, V::Error> {
     let Some(concurrency) = &run.run.concurrency else { return Ok(false) };
+    let mut claimed = Vec::new();
+    view.scan(&keyspace::prefix(Space::Claim), None, &mut |claim| {
+        claimed.push(keyspace::classify(&claim.key).1.to_owned());
+        true
+    })?;
     let mut running = 0;
-    scan_queued(view, &mut |other| {
+    for run_id in claimed {
+        let Some(other) = RunView::load(view, &run_id)? else { continue };
         let same_key = other.run.concurrency.as_ref().is_some_and(|c| c.key == concurrency.key);
         if same_key && matches!(other.phase(now), Phase::Held { .. }) {
             running += 1;
+            if running >= concurrency.limit {
+                return Ok(true);
+            }
         }
-        Ok(running < concurrency.limit)
-    })?;
-    Ok(running >= concurrency.limit)
+    }
+    Ok(false)
 }
 
 fn claimable(phase: &Phase) -> bool {
     matches!(phase, Phase::Pending | Phase::Lapsed { attempts_left: true })
 }
 
-fn claim_run(changes: &mut Changes<'_>, target: RunView, args: ClaimArgs<'_>) -> ClaimResult {
+fn claim_run<V: StateView + ?Sized>(
+    view: &V,
+    changes: &mut Changes<'_>,
+    target: RunView,
+    args: ClaimArgs<'_>,
+) -> Result<ClaimResult, V::Error> {
     let now = changes.now();
     // The claim's fencing token is the revision that commits it, like a lease grant's.
     let token = changes.next_revision();
@@ -681,9 +741,9 @@ fn claim_run(changes: &mut Changes<'_>, target: RunView, args: ClaimArgs<'_>) ->
             let claim_entry = write_claim(changes, target.claim.as_ref(), &run_id, &claim, args.ttl_millis);
             let detail = json!({"attempt": run.attempt, "holder": claim.holder, "token": claim.token});
             let entry = save_run(changes, &target.entry, &run, Action::RunHeartbeat, detail);
-            return claimed(&run_id, &run, claim.token, &entry, claim_entry.expires_at);
+            return Ok(claimed(&run_id, &run, claim.token, &entry, claim_entry.expires_at));
         }
-        Phase::Lapsed { .. } => settle_lapse(changes, &target),
+        Phase::Lapsed { .. } => settle_lapse(view, changes, &target)?,
         _ => target,
     };
     let mut run = target.run.clone();
@@ -699,7 +759,7 @@ fn claim_run(changes: &mut Changes<'_>, target: RunView, args: ClaimArgs<'_>) ->
     let claim_entry = write_claim(changes, target.claim.as_ref(), &run_id, &claim, args.ttl_millis);
     let detail = json!({"attempt": run.attempt, "holder": args.agent_id, "token": token});
     let entry = save_run(changes, &target.entry, &run, action, detail);
-    claimed(&run_id, &run, token, &entry, claim_entry.expires_at)
+    Ok(claimed(&run_id, &run, token, &entry, claim_entry.expires_at))
 }
 
 fn claimed(run_id: &str, run: &RunRecord, token: u64, entry: &Entry, expires_at: Option<UnixMillis>) -> ClaimResult {
@@ -959,7 +1019,7 @@ pub fn plan_finish<V: StateView + ?Sized>(
         Ending::Complete { result } => {
             updated.status = RunStatus::Completed;
             updated.result = Some(result.clone());
-            retire(&mut changes, &run);
+            retire(view, &mut changes, &run, true)?;
             (Action::RunComplete, json!({"attempt": updated.attempt, "last_step": updated.last_step}))
         }
         Ending::Fail { error, retryable, retry_delay_millis } => {
@@ -978,7 +1038,7 @@ pub fn plan_finish<V: StateView + ?Sized>(
                 )
             } else {
                 updated.status = RunStatus::Failed;
-                retire(&mut changes, &RunView { claim: None, ..run.clone() });
+                retire(view, &mut changes, &RunView { claim: None, ..run.clone() }, false)?;
                 (Action::RunFail, json!({"attempt": updated.attempt, "error": error, "retryable": retryable}))
             }
         }
@@ -1017,7 +1077,7 @@ pub fn plan_cancel<V: StateView + ?Sized>(
     updated.status = RunStatus::Cancelled;
     updated.error = reason.map(str::to_owned);
     updated.updated_at = ctx.now;
-    retire(&mut changes, &run);
+    retire(view, &mut changes, &run, false)?;
     save_run(
         &mut changes,
         &run.entry,

@@ -66,6 +66,7 @@ impl HistoryKind {
             | Space::Queue
             | Space::PriorityQueue
             | Space::RunDedupe
+            | Space::Dependent
             | Space::Signal => HistoryKind::Workflow,
             Space::Session | Space::SessionVersion => HistoryKind::Session,
             Space::Checkpoint | Space::CheckpointSession | Space::CheckpointLatest => HistoryKind::Checkpoint,

@@ -456,6 +456,57 @@ fn a_failed_dependency_blocks_its_dependents_visibly() {
     assert_eq!(status(&sim, &missing.run_id).blocked_by.as_deref(), Some("dependency nope does not exist"));
 }
 
+fn indexed(sim: &Sim, space: Space) -> usize {
+    sim.view.entries.keys().filter(|k| k.starts_with(&keyspace::prefix(space))).count()
+}
+
+/// Claims read the claim order from its front; a run that waits must not be in it, or every
+/// claim would reread every waiting run.
+#[test]
+fn runs_wait_outside_the_claim_order_until_their_last_dependency_completes() {
+    let mut sim = Sim::new();
+    let a = create_with(&mut sim, "a", CreateRunRequest::default()).run_id;
+    let b = create_with(&mut sim, "b", CreateRunRequest::default()).run_id;
+    let after_a = || CreateRunRequest { depends_on: vec![a.clone()], priority: Some(3), ..Default::default() };
+    for i in 0..20 {
+        create_with(&mut sim, &format!("after-a-{i}"), after_a());
+    }
+    let both = CreateRunRequest { depends_on: vec![a.clone(), b.clone()], ..Default::default() };
+    let last = create_with(&mut sim, "after-both", both).run_id;
+    assert_eq!(indexed(&sim, Space::Queue) + indexed(&sim, Space::PriorityQueue), 2, "only a and b are queued");
+    assert_eq!(indexed(&sim, Space::Dependent), 22, "each waiting run is noted under each dependency");
+
+    let first = claim(&mut sim, "w", Some(&a), &[]);
+    finish(&mut sim, &first, Ending::Complete { result: json!(null) });
+    assert_eq!(indexed(&sim, Space::PriorityQueue), 20, "a's completion enqueued what waited only on a");
+    assert_eq!(indexed(&sim, Space::Queue), 1, "b stays; after-both still waits on it");
+    assert_eq!(indexed(&sim, Space::Dependent), 1);
+    let second = claim(&mut sim, "w", Some(&b), &[]);
+    finish(&mut sim, &second, Ending::Complete { result: json!(null) });
+    assert_eq!((indexed(&sim, Space::Queue), indexed(&sim, Space::Dependent)), (1, 0));
+    assert_eq!(claim(&mut sim, "w", Some(&last), &[]).status, ClaimStatus::Claimed);
+}
+
+#[test]
+fn runs_behind_a_dependency_that_fails_or_is_cancelled_never_enter_the_claim_order() {
+    let mut sim = Sim::new();
+    let failing = create_with(&mut sim, "failing", CreateRunRequest::default()).run_id;
+    let cancelled = create_with(&mut sim, "cancelled", CreateRunRequest::default()).run_id;
+    let done = create_with(&mut sim, "done", CreateRunRequest::default()).run_id;
+    let on = |deps: Vec<String>| CreateRunRequest { depends_on: deps, ..Default::default() };
+    let behind_failing = create_with(&mut sim, "x", on(vec![failing.clone(), done.clone()])).run_id;
+    let behind_cancelled = create_with(&mut sim, "y", on(vec![cancelled.clone()])).run_id;
+    let claimed = claim(&mut sim, "w", Some(&failing), &[]);
+    finish(&mut sim, &claimed, Ending::Fail { error: "broke".into(), retryable: false, retry_delay_millis: 0 });
+    sim.run(|view, ctx| plan_cancel(view, &cancelled, Some("not needed"), None, ctx));
+    let claimed = claim(&mut sim, "w", Some(&done), &[]);
+    finish(&mut sim, &claimed, Ending::Complete { result: json!(null) });
+    assert_eq!(indexed(&sim, Space::Queue) + indexed(&sim, Space::Dependent), 0, "nothing left to claim or free");
+    assert_eq!(status(&sim, &behind_failing).blocked_by, Some(format!("dependency {failing} is failed")));
+    assert_eq!(status(&sim, &behind_cancelled).blocked_by, Some(format!("dependency {cancelled} is cancelled")));
+    assert_eq!(claim(&mut sim, "w", None, &[]).status, ClaimStatus::NoneAvailable);
+}
+
 #[test]
 fn higher_priority_runs_are_claimed_first_and_delayed_ones_wait() {
     let mut sim = Sim::new();
@@ -631,6 +682,5 @@ fn a_finished_run_leaves_the_claim_order_whatever_its_priority() {
         let claimed = claim(&mut sim, "w", None, &[]);
         finish(&mut sim, &claimed, Ending::Complete { result: json!(null) });
     }
-    let indexed = |space| sim.view.entries.keys().filter(|k| k.starts_with(&keyspace::prefix(space))).count();
-    assert_eq!((indexed(Space::PriorityQueue), indexed(Space::Queue)), (0, 0), "both indexes emptied");
+    assert_eq!((indexed(&sim, Space::PriorityQueue), indexed(&sim, Space::Queue)), (0, 0), "both indexes emptied");
 }
