@@ -95,6 +95,7 @@ async def native(p):
     await p.call("semaphore_renew", {"name": "sdk/slots", "holder_id": "w1", "token": permit["token"], "ttl_seconds": 30})
     await p.call("semaphore_get", {"name": "sdk/slots"})
     await p.call("semaphore_get", {"name": "sdk/none"})
+    await p.call("semaphore_list", {"prefix": "sdk/"})
     await p.call("semaphore_release", {"name": "sdk/slots", "holder_id": "w1", "token": permit["token"]})
     await p.call("semaphore_release", {"name": "sdk/slots", "holder_id": "w1", "token": permit["token"]})  # lost
 
@@ -103,11 +104,13 @@ async def native(p):
     await p.call("paths_renew", {"scope": "/sdk", "holder_id": "w1", "reservation_id": mine["reservation"]["reservation_id"], "ttl_seconds": 30})
     await p.call("paths_check", {"scope": "/sdk", "holder_id": "w2", "path": "src/lib.rs"})
     await p.call("paths_list", {"scope": "/sdk"})
+    await p.call("paths_scopes", {"prefix": "/sdk"})
     await p.call("paths_release", {"scope": "/sdk", "holder_id": "w1"})
 
     await p.call("queue_send", {"queue": "sdk/inbox", "body": {"hi": 1}, "priority": 3, "dedupe_key": "d1", "sender": "w1"})
     await p.call("queue_send", {"queue": "sdk/inbox", "body": {"hi": 2}, "dedupe_key": "d1"})  # duplicate
     await p.call("queue_peek", {"queue": "sdk/inbox"})
+    await p.call("queue_list", {"prefix": "sdk/", "limit": 10})
     got = await p.call("queue_receive", {"queue": "sdk/inbox", "consumer_id": "w2"})
     await p.call("queue_nack", {"queue": "sdk/inbox", "message_id": got["message"]["message_id"], "receipt": got["message"]["receipt"]})
     got = await p.call("queue_receive", {"queue": "sdk/inbox", "consumer_id": "w2"})

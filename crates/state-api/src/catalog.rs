@@ -36,16 +36,16 @@ use state_core::ops::lease::{
     ReleaseRequest, RenewRequest,
 };
 use state_core::ops::queue::{
-    QueueAckRequest, QueueNackRequest, QueuePeekRequest, QueuePeekResult, QueueReceiveRequest, QueueReceiveResult,
-    QueueSendRequest, QueueSendResult, QueueSettleResult,
+    QueueAckRequest, QueueListRequest, QueueListResult, QueueNackRequest, QueuePeekRequest, QueuePeekResult,
+    QueueReceiveRequest, QueueReceiveResult, QueueSendRequest, QueueSendResult, QueueSettleResult,
 };
 use state_core::ops::reservation::{
     PathCheckRequest, PathCheckResult, ReservationListRequest, ReservationListResult, ReservationReleaseRequest,
-    ReservationRenewRequest, ReservationResult, ReserveRequest, ReserveResult,
+    ReservationRenewRequest, ReservationResult, ReserveRequest, ReserveResult, ScopeListRequest, ScopeListResult,
 };
 use state_core::ops::semaphore::{
     PermitResult, SemaphoreAcquireRequest, SemaphoreAcquireResult, SemaphoreGetRequest, SemaphoreGetResult,
-    SemaphoreReleaseRequest, SemaphoreRenewRequest,
+    SemaphoreListRequest, SemaphoreListResult, SemaphoreReleaseRequest, SemaphoreRenewRequest,
 };
 use state_core::ops::session::{
     SessionListRequest, SessionListResult, SessionRestoreRequest, SessionRestoreResult, SessionSaveRequest,
@@ -89,16 +89,19 @@ pub enum Operation {
     SemaphoreRenew,
     SemaphoreRelease,
     SemaphoreGet,
+    SemaphoreList,
     PathsReserve,
     PathsRenew,
     PathsRelease,
     PathsList,
     PathsCheck,
+    PathsScopes,
     QueueSend,
     QueueReceive,
     QueueAck,
     QueueNack,
     QueuePeek,
+    QueueList,
     WorkflowCreate,
     WorkflowClaim,
     WorkflowCheckpoint,
@@ -682,7 +685,7 @@ macro_rules! structured {
     };
 }
 
-static SPECS: [OperationSpec; 92] = [
+static SPECS: [OperationSpec; 95] = [
     native!(
         StateGet,
         "state_get",
@@ -892,6 +895,19 @@ static SPECS: [OperationSpec; 92] = [
         "A semaphore's capacity, free permits, and each holder with its expiry."
     ),
     native!(
+        SemaphoreList,
+        "semaphore_list",
+        "List semaphores",
+        Semaphore,
+        ReadOnly,
+        SemaphoreListRequest => SemaphoreListResult,
+        engine: semaphore_list,
+        needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
+        rest: rest(Get, "/v1/semaphores", RestBody::None, Plain),
+        cli: Cli::Command("semaphore ls"),
+        "Semaphores with a permit held, by name prefix, a page at a time, each with its holders."
+    ),
+    native!(
         PathsReserve,
         "paths_reserve",
         "Reserve paths",
@@ -957,6 +973,19 @@ static SPECS: [OperationSpec; 92] = [
         "Whether holder_id may write a path now: not while another holder's exclusive reservation covers it (named in `blocking`)."
     ),
     native!(
+        PathsScopes,
+        "paths_scopes",
+        "List reservation scopes",
+        Paths,
+        ReadOnly,
+        ScopeListRequest => ScopeListResult,
+        engine: paths_scopes,
+        needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
+        rest: rest(Get, "/v1/paths/scopes", RestBody::None, Plain),
+        cli: Cli::Command("paths scopes"),
+        "Scopes with live reservations, by name prefix, a page at a time, each with its reservations."
+    ),
+    native!(
         QueueSend,
         "queue_send",
         "Send a message",
@@ -1020,6 +1049,19 @@ static SPECS: [OperationSpec; 92] = [
         rest: rest(Get, "/v1/queues", RestBody::None, Plain),
         cli: Cli::Command("queue peek"),
         "Counts of visible, in-flight and delayed messages, and the first ones in receive order, without receiving."
+    ),
+    native!(
+        QueueList,
+        "queue_list",
+        "List queues",
+        Queue,
+        ReadOnly,
+        QueueListRequest => QueueListResult,
+        engine: queue_list,
+        needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
+        rest: rest(Get, "/v1/queues:list", RestBody::None, Plain),
+        cli: Cli::Command("queue ls"),
+        "Queues holding messages, by name prefix (`inbox/` for every inbox), a page at a time, with their counts."
     ),
     native!(
         WorkflowCreate,

@@ -14,13 +14,15 @@ use state_core::ops::knowledge::{
 use state_core::ops::kv::{BatchGetResult, DeleteResult, GetResult, ListResult, SetResult};
 use state_core::ops::lease::{AcquireResult, AcquireStatus, HoldResult, HoldStatus, LeaseGetResult, LeaseListResult};
 use state_core::ops::queue::{
-    QueuePeekResult, QueueReceiveResult, QueueSendResult, QueueSettleResult, ReceiveStatus, SendStatus, SettleStatus,
+    QueueListResult, QueuePeekResult, QueueReceiveResult, QueueSendResult, QueueSettleResult, ReceiveStatus,
+    SendStatus, SettleStatus,
 };
 use state_core::ops::reservation::{
     PathCheckResult, ReservationListResult, ReservationResult, ReservationStatus, ReserveResult, ReserveStatus,
+    ScopeListResult,
 };
 use state_core::ops::semaphore::{
-    PermitResult, PermitStatus, SemaphoreAcquireResult, SemaphoreGetResult, SemaphoreStatus,
+    PermitResult, PermitStatus, SemaphoreAcquireResult, SemaphoreGetResult, SemaphoreListResult, SemaphoreStatus,
 };
 use state_core::ops::session::{SessionListResult, SessionRestoreResult, SessionSaveResult};
 use state_core::ops::transfer::{ExportResult, ImportResult};
@@ -59,9 +61,12 @@ always_ok!(
     LeaseGetResult,
     LeaseListResult,
     SemaphoreGetResult,
+    SemaphoreListResult,
     ReservationListResult,
+    ScopeListResult,
     PathCheckResult,
     QueuePeekResult,
+    QueueListResult,
     CreateRunResult,
     ListRunsResult,
     SessionSaveResult,

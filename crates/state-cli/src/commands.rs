@@ -20,13 +20,14 @@ use state_core::ops::knowledge::{
 use state_core::ops::kv::{DeleteRequest, GetRequest, ListRequest, SetRequest};
 use state_core::ops::lease::{AcquireRequest, LeaseGetRequest, LeaseListRequest, ReleaseRequest, RenewRequest};
 use state_core::ops::queue::{
-    QueueAckRequest, QueueNackRequest, QueuePeekRequest, QueueReceiveRequest, QueueSendRequest,
+    QueueAckRequest, QueueListRequest, QueueNackRequest, QueuePeekRequest, QueueReceiveRequest, QueueSendRequest,
 };
 use state_core::ops::reservation::{
     PathCheckRequest, ReservationListRequest, ReservationReleaseRequest, ReservationRenewRequest, ReserveRequest,
+    ScopeListRequest,
 };
 use state_core::ops::semaphore::{
-    SemaphoreAcquireRequest, SemaphoreGetRequest, SemaphoreReleaseRequest, SemaphoreRenewRequest,
+    SemaphoreAcquireRequest, SemaphoreGetRequest, SemaphoreListRequest, SemaphoreReleaseRequest, SemaphoreRenewRequest,
 };
 use state_core::ops::session::{SessionListRequest, SessionRestoreRequest, SessionSaveRequest};
 use state_core::ops::txn::TxnRequest;
@@ -269,6 +270,11 @@ pub(crate) enum SemaphoreCommand {
     },
     /// A semaphore's capacity, free permits and holders
     Get { name: String },
+    /// Semaphores with a permit held, and their holders
+    Ls {
+        #[arg(default_value = "")]
+        prefix: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -313,6 +319,11 @@ pub(crate) enum PathsCommand {
         scope: String,
         #[arg(long)]
         holder: Option<String>,
+    },
+    /// Scopes with live reservations, and their reservations
+    Scopes {
+        #[arg(default_value = "")]
+        prefix: String,
     },
     /// Whether a holder may write a path now (`allowed`), and whose exclusive reservation
     /// stands in the way if not
@@ -382,6 +393,11 @@ pub(crate) enum QueueCommand {
         queue: String,
         #[arg(long)]
         limit: Option<usize>,
+    },
+    /// Queues holding messages, with their counts (`inbox/` for every inbox)
+    Ls {
+        #[arg(default_value = "")]
+        prefix: String,
     },
 }
 
@@ -802,6 +818,9 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 typed(Op::SemaphoreRelease, request)
             }
             SemaphoreCommand::Get { name } => typed(Op::SemaphoreGet, SemaphoreGetRequest { name: name.clone() }),
+            SemaphoreCommand::Ls { prefix } => {
+                typed(Op::SemaphoreList, SemaphoreListRequest { prefix: prefix.clone(), ..Default::default() })
+            }
         },
         Command::Paths(paths) => match paths {
             PathsCommand::Reserve { scope, patterns, holder, ttl, shared, reason } => {
@@ -837,6 +856,9 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
             }
             PathsCommand::Ls { scope, holder } => {
                 typed(Op::PathsList, ReservationListRequest { scope: scope.clone(), holder_id: holder.clone() })
+            }
+            PathsCommand::Scopes { prefix } => {
+                typed(Op::PathsScopes, ScopeListRequest { prefix: prefix.clone(), ..Default::default() })
             }
             PathsCommand::Check { scope, path, holder } => {
                 let request = PathCheckRequest { scope: scope.clone(), holder_id: holder.clone(), path: path.clone() };
@@ -889,6 +911,9 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
             }
             QueueCommand::Peek { queue, limit } => {
                 typed(Op::QueuePeek, QueuePeekRequest { queue: queue.clone(), limit: *limit })
+            }
+            QueueCommand::Ls { prefix } => {
+                typed(Op::QueueList, QueueListRequest { prefix: prefix.clone(), ..Default::default() })
             }
         },
         Command::Workflow(workflow) => match workflow {

@@ -16,12 +16,12 @@ use serde_json::{Value, json};
 use crate::entry::{Action, Entry, live};
 use crate::keyspace;
 use crate::ops::queue::{
-    DEAD_LETTER_SUFFIX, MAX_PRIORITY, Message, QueuePeekResult, QueueReceiveResult, QueueSendResult, QueueSettleResult,
-    ReceiveStatus, SendStatus, SendTerms, SettleStatus,
+    DEAD_LETTER_SUFFIX, MAX_PRIORITY, Message, QueueListResult, QueuePeekResult, QueueReceiveResult, QueueSendResult,
+    QueueSettleResult, QueueSummary, ReceiveStatus, SendStatus, SendTerms, SettleStatus,
 };
 use crate::plan::{Changes, Plan, Record, WriteContext};
 use crate::time::UnixMillis;
-use crate::view::StateView;
+use crate::view::{StateView, names_page};
 
 /// Most expired-attempt messages one receive moves to the dead-letter queue, so a receive
 /// stays a bounded write.
@@ -317,20 +317,46 @@ pub fn peek<V: StateView + ?Sized>(
     now: UnixMillis,
     revision: u64,
 ) -> Result<QueuePeekResult, V::Error> {
-    let (mut visible, mut in_flight, mut delayed) = (0, 0, 0);
+    let mut counts = QueueSummary::default();
     let mut messages = Vec::new();
     scan(view, queue, now, &mut |entry, record| {
-        match (record.visible_at > now, record.receipt.is_some()) {
-            (false, _) => visible += 1,
-            (true, true) => in_flight += 1,
-            (true, false) => delayed += 1,
-        }
+        counts.count(&record, now);
         if messages.len() < limit {
             messages.push(record.message(id_of(queue, &entry.key), false));
         }
         true
     })?;
+    let QueueSummary { visible, in_flight, delayed, .. } = counts;
     Ok(QueuePeekResult { queue: queue.to_owned(), visible, in_flight, delayed, messages, revision })
+}
+
+impl QueueSummary {
+    fn count(&mut self, record: &MessageRecord, now: UnixMillis) {
+        match (record.visible_at > now, record.receipt.is_some()) {
+            (false, _) => self.visible += 1,
+            (true, true) => self.in_flight += 1,
+            (true, false) => self.delayed += 1,
+        }
+    }
+}
+
+/// A page of the queues whose name starts with `prefix` and that hold a message, with the
+/// counts `peek` gives. Reading the counts reads every message of each queue listed.
+pub fn list<V: StateView + ?Sized>(
+    view: &V,
+    prefix: &str,
+    after: Option<&str>,
+    page: usize,
+    now: UnixMillis,
+    revision: u64,
+) -> Result<QueueListResult, V::Error> {
+    let space = keyspace::prefix(keyspace::Space::Message);
+    let (names, next_cursor) =
+        names_page(view, &space, prefix, after, page, now, |counts: &mut QueueSummary, _, record: MessageRecord| {
+            counts.count(&record, now);
+        })?;
+    let queues = names.into_iter().map(|(queue, counts)| QueueSummary { queue, ..counts }).collect();
+    Ok(QueueListResult { queues, next_cursor, revision })
 }
 
 /// When the next hidden message of `queue` shows: a waiting receive need not look before.

@@ -15,11 +15,11 @@ use crate::glob::Glob;
 use crate::keyspace;
 use crate::ops::reservation::{
     PathCheckResult, ReservationConflict, ReservationInfo, ReservationListResult, ReservationResult, ReservationStatus,
-    ReserveResult, ReserveStatus,
+    ReserveResult, ReserveStatus, ScopeListResult, ScopeReservations,
 };
 use crate::plan::{Changes, Plan, Record, WriteContext};
 use crate::time::UnixMillis;
-use crate::view::{StateView, live_records};
+use crate::view::{StateView, live_records, names_page};
 
 /// What a reservation entry holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -246,6 +246,32 @@ pub fn list<V: StateView + ?Sized>(
     };
     let reservations = live_under(view, &prefix, now)?.iter().map(|(e, r)| r.info(e)).collect();
     Ok(ReservationListResult { scope: scope.to_owned(), reservations, revision })
+}
+
+/// A page of the scopes whose name starts with `prefix` and that hold a live reservation,
+/// each with its reservations.
+pub fn list_scopes<V: StateView + ?Sized>(
+    view: &V,
+    prefix: &str,
+    after: Option<&str>,
+    page: usize,
+    now: UnixMillis,
+    revision: u64,
+) -> Result<ScopeListResult, V::Error> {
+    let space = keyspace::prefix(keyspace::Space::Reservation);
+    let (names, next_cursor) = names_page(
+        view,
+        &space,
+        prefix,
+        after,
+        page,
+        now,
+        |reservations: &mut Vec<ReservationInfo>, entry, record: ReservationRecord| {
+            reservations.push(record.info(entry));
+        },
+    )?;
+    let scopes = names.into_iter().map(|(scope, reservations)| ScopeReservations { scope, reservations }).collect();
+    Ok(ScopeListResult { scopes, next_cursor, revision })
 }
 
 /// Whether `holder_id` may write `path`: not while another holder's exclusive reservation

@@ -15,11 +15,12 @@ use serde_json::{Value, json};
 use crate::entry::{Action, Entry, live};
 use crate::keyspace;
 use crate::ops::semaphore::{
-    PermitInfo, PermitResult, PermitStatus, SemaphoreAcquireResult, SemaphoreGetResult, SemaphoreStatus,
+    PermitInfo, PermitResult, PermitStatus, SemaphoreAcquireResult, SemaphoreGetResult, SemaphoreListResult,
+    SemaphoreStatus, SemaphoreSummary,
 };
 use crate::plan::{Changes, Plan, Record, WriteContext};
 use crate::time::UnixMillis;
-use crate::view::{StateView, live_records};
+use crate::view::{StateView, live_records, names_page};
 
 /// What a permit entry holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -213,6 +214,43 @@ pub fn get<V: StateView + ?Sized>(
         holders: permits.iter().map(|(e, r)| info(e, r)).collect(),
         revision,
     })
+}
+
+/// A page of the semaphores whose name starts with `prefix` and that have a permit held.
+pub fn list<V: StateView + ?Sized>(
+    view: &V,
+    prefix: &str,
+    after: Option<&str>,
+    page: usize,
+    now: UnixMillis,
+    revision: u64,
+) -> Result<SemaphoreListResult, V::Error> {
+    let space = keyspace::prefix(keyspace::Space::Permit);
+    let (names, next_cursor) = names_page(
+        view,
+        &space,
+        prefix,
+        after,
+        page,
+        now,
+        |held: &mut Vec<(u32, PermitInfo)>, entry, record: PermitRecord| {
+            held.push((record.capacity, info(entry, &record)));
+        },
+    )?;
+    let semaphores = names
+        .into_iter()
+        .map(|(name, held)| {
+            let capacity = held.first().map_or(0, |(capacity, _)| *capacity);
+            let taken = u32::try_from(held.len()).unwrap_or(u32::MAX);
+            SemaphoreSummary {
+                name,
+                capacity,
+                available: capacity.saturating_sub(taken),
+                holders: held.into_iter().map(|(_, holder)| holder).collect(),
+            }
+        })
+        .collect();
+    Ok(SemaphoreListResult { semaphores, next_cursor, revision })
 }
 
 /// When the soonest of `name`'s live permits expires: a waiter need not look again before.

@@ -78,6 +78,56 @@ where
     Ok(found)
 }
 
+/// A page of names, each with what its records folded into, and the next page's cursor.
+pub type NamesPage<A> = (Vec<(String, A)>, Option<String>);
+
+/// One page of the names under a space whose records are keyed by a name, U+0002, then
+/// the rest (semaphores, queues, reservation scopes): the names that start with `prefix`
+/// and hold a live record, after the name `after`, each with its live records (those that
+/// read as a `T`) folded into an `A` by `add`. Returns them and the next page's cursor.
+pub fn names_page<V, T, A>(
+    view: &V,
+    space: &str,
+    prefix: &str,
+    after: Option<&str>,
+    page: usize,
+    now: UnixMillis,
+    mut add: impl FnMut(&mut A, &Entry, T),
+) -> Result<NamesPage<A>, V::Error>
+where
+    V: StateView + ?Sized,
+    T: serde::de::DeserializeOwned,
+    A: Default,
+{
+    let mut names: Vec<(String, A)> = Vec::new();
+    let mut more = false;
+    // Names hold no control characters, so U+0003 sorts after every record of `after` and
+    // before those of any name that extends it.
+    let start = after.map(|name| format!("{space}{name}\u{3}"));
+    view.scan(&format!("{space}{prefix}"), start.as_deref(), &mut |entry| {
+        let Some((name, _)) = entry.key.get(space.len()..).and_then(|rest| rest.split_once('\u{2}')) else {
+            return true;
+        };
+        if entry.is_expired(now) {
+            return true;
+        }
+        let Ok(record) = serde_json::from_value::<T>(entry.value.clone()) else { return true };
+        if names.last().is_none_or(|(last, _)| last != name) {
+            if names.len() == page {
+                more = true;
+                return false;
+            }
+            names.push((name.to_owned(), A::default()));
+        }
+        if let Some((_, folded)) = names.last_mut() {
+            add(folded, &entry, record);
+        }
+        true
+    })?;
+    let next = if more { names.last().map(|(name, _)| crate::cursor::encode(name)) } else { None };
+    Ok((names, next))
+}
+
 /// Entries in a map: a complete store for tests and model checks.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MemoryView {

@@ -85,6 +85,10 @@ fn coordination_records_belong_to_the_prefix_of_their_name() {
     assert!(!allowed(a, QueueSend, json!({"queue": "team-b/inbox", "body": 1})), "another tenant's inbox");
     assert!(!allowed(a, QueueReceive, json!({"queue": "team-b/inbox", "consumer_id": "c"})));
     assert!(!allowed(a, QueuePeek, json!({"queue": "team-b/inbox.dead"})), "nor its dead letters");
+    assert!(allowed(a, QueueList, json!({"prefix": "team-a/"})));
+    assert!(!allowed(a, QueueList, json!({})), "listing every queue reads other tenants' names");
+    assert!(!allowed(a, SemaphoreList, json!({"prefix": "team-b/"})));
+    assert!(!allowed(a, PathsScopes, json!({"prefix": "team"})), "a prefix wider than the token's");
     assert!(!allowed(a, StateWatch, json!({"kind": "queue", "key": "team-b/inbox"})), "nor its traffic");
     assert!(allowed(a, StateWatch, json!({"kind": "semaphore", "key": "team-a/gpu"})));
     assert!(!allowed(a, HistoryLog, json!({"kind": "reservation", "prefix": "team-b/"})));

@@ -8,6 +8,9 @@ use state_core::UnixMillis;
 use state_core::ops::history::HistoryEvent;
 use state_core::ops::kv::GetResult;
 use state_core::ops::lease::LeaseInfo;
+use state_core::ops::queue::QueueSummary;
+use state_core::ops::reservation::ScopeReservations;
+use state_core::ops::semaphore::SemaphoreSummary;
 use state_core::ops::workflow::{ResumeResult, RunSummary};
 use state_core::time::parse_rfc3339;
 
@@ -21,6 +24,45 @@ pub(crate) enum View {
     Workflows,
     Leases,
     Checkpoints,
+    Coordination,
+}
+
+/// The tables of the coordination view, in the order Tab visits them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Section {
+    #[default]
+    Semaphores,
+    Queues,
+    Reservations,
+}
+
+impl Section {
+    fn next(self) -> Section {
+        match self {
+            Section::Semaphores => Section::Queues,
+            Section::Queues => Section::Reservations,
+            Section::Reservations => Section::Semaphores,
+        }
+    }
+}
+
+/// What agents coordinate through, as one read found it.
+#[derive(Debug, Default)]
+pub(crate) struct Coordination {
+    pub(crate) semaphores: Vec<SemaphoreSummary>,
+    pub(crate) queues: Vec<QueueSummary>,
+    pub(crate) scopes: Vec<ScopeReservations>,
+}
+
+impl Coordination {
+    /// Rows of a section: reservations are listed one per row under their scope.
+    pub(crate) fn rows(&self, section: Section) -> usize {
+        match section {
+            Section::Semaphores => self.semaphores.len(),
+            Section::Queues => self.queues.len(),
+            Section::Reservations => self.scopes.iter().map(|s| s.reservations.len()).sum(),
+        }
+    }
 }
 
 /// Something the app needs read from the store.
@@ -32,6 +74,7 @@ pub(crate) enum Load {
     Run(String),
     Leases,
     Checkpoints,
+    Coordination,
 }
 
 /// An answer to a `Load`, or a change the watch delivered.
@@ -52,6 +95,7 @@ pub(crate) enum Loaded {
     Run(Box<ResumeResult>),
     Leases(Vec<LeaseInfo>),
     Checkpoints(String),
+    Coordination(Box<Coordination>),
     /// Changes to keys, one watch batch.
     Changed(Vec<Change>),
     Failed(String),
@@ -92,6 +136,10 @@ pub(crate) struct App {
     pub(crate) lease_cursor: usize,
     pub(crate) timeline: String,
     pub(crate) timeline_scroll: u16,
+    pub(crate) coordination: Coordination,
+    pub(crate) section: Section,
+    /// The cursor of each section, in `Section` order.
+    pub(crate) section_cursors: [usize; 3],
     pub(crate) status: String,
     /// Changes the watch has delivered since the inspector opened.
     pub(crate) live_changes: u64,
@@ -127,6 +175,9 @@ impl App {
             lease_cursor: 0,
             timeline: String::new(),
             timeline_scroll: 0,
+            coordination: Coordination::default(),
+            section: Section::default(),
+            section_cursors: [0; 3],
             status: String::new(),
             live_changes: 0,
             quit: false,
@@ -145,6 +196,7 @@ impl App {
         match self.view {
             View::Workflows => Some(Load::Workflows),
             View::Leases => Some(Load::Leases),
+            View::Coordination => Some(Load::Coordination),
             _ => None,
         }
     }
@@ -215,6 +267,14 @@ impl App {
                 self.lease_cursor = self.lease_cursor.min(self.leases.len().saturating_sub(1));
             }
             Loaded::Checkpoints(text) => self.timeline = text,
+            Loaded::Coordination(found) => {
+                self.coordination = *found;
+                for section in [Section::Semaphores, Section::Queues, Section::Reservations] {
+                    let rows = self.coordination.rows(section);
+                    let cursor = &mut self.section_cursors[section as usize];
+                    *cursor = (*cursor).min(rows.saturating_sub(1));
+                }
+            }
             Loaded::Failed(message) => self.status = message,
         }
         Vec::new()
@@ -265,6 +325,7 @@ impl App {
             KeyCode::Char('2') => return self.show(View::Workflows),
             KeyCode::Char('3') => return self.show(View::Leases),
             KeyCode::Char('4') => return self.show(View::Checkpoints),
+            KeyCode::Char('5') => return self.show(View::Coordination),
             _ => {}
         }
         match self.view {
@@ -280,6 +341,16 @@ impl App {
                 self.timeline_scroll = scroll(self.timeline_scroll, key.code, self.page);
                 Vec::new()
             }
+            View::Coordination => {
+                if matches!(key.code, KeyCode::Tab | KeyCode::BackTab) {
+                    self.section = self.section.next();
+                } else {
+                    let rows = self.coordination.rows(self.section);
+                    let cursor = &mut self.section_cursors[self.section as usize];
+                    *cursor = step(*cursor, rows, key.code, self.page);
+                }
+                Vec::new()
+            }
         }
     }
 
@@ -290,6 +361,7 @@ impl App {
             View::Workflows => vec![Load::Workflows],
             View::Leases => vec![Load::Leases],
             View::Checkpoints => vec![Load::Checkpoints],
+            View::Coordination => vec![Load::Coordination],
             _ => Vec::new(),
         }
     }

@@ -26,13 +26,16 @@ use state_core::ops::checkpoint::{CheckpointTimelineRequest, TimelineFormat};
 use state_core::ops::history::{HistoryOp, HistoryRequest, HistoryResult};
 use state_core::ops::kv::{BatchGetRequest, BatchGetResult, GetRequest, GetResult, ListRequest, ListResult};
 use state_core::ops::lease::{LeaseListRequest, LeaseListResult};
+use state_core::ops::queue::{QueueListRequest, QueueListResult};
+use state_core::ops::reservation::{ScopeListRequest, ScopeListResult};
+use state_core::ops::semaphore::{SemaphoreListRequest, SemaphoreListResult};
 use state_core::ops::watch::{WatchBatch, WatchRequest};
 use state_core::ops::workflow::{ListRunsRequest, ListRunsResult, ResumeResult, RunRequest};
 use state_core::time::parse_rfc3339;
 use tokio::sync::mpsc;
 
 pub(crate) use self::app::App;
-use self::app::{Load, Loaded};
+use self::app::{Coordination, Load, Loaded};
 use self::keys::{Change, KeyRow};
 use crate::exit;
 
@@ -278,6 +281,18 @@ async fn call<T: DeserializeOwned>(api: &Api, op: Operation, request: impl Seria
     }
 }
 
+/// The semaphores, queues and reservation scopes under `scope`: the first 1,000 of each.
+async fn coordination(api: &Api, scope: &str) -> Result<Coordination, String> {
+    let semaphores = SemaphoreListRequest { prefix: scope.to_owned(), limit: Some(1000), cursor: None };
+    let queues = QueueListRequest { prefix: scope.to_owned(), limit: Some(1000), cursor: None };
+    let scopes = ScopeListRequest { prefix: scope.to_owned(), limit: Some(1000), cursor: None };
+    Ok(Coordination {
+        semaphores: call::<SemaphoreListResult>(api, Operation::SemaphoreList, semaphores).await?.semaphores,
+        queues: call::<QueueListResult>(api, Operation::QueueList, queues).await?.queues,
+        scopes: call::<ScopeListResult>(api, Operation::PathsScopes, scopes).await?.scopes,
+    })
+}
+
 /// Runs one load the browser asked for; `scope` bounds the listings that take a prefix.
 async fn perform(api: &Api, scope: &str, load: Load) -> Loaded {
     let outcome = match load {
@@ -315,6 +330,7 @@ async fn perform(api: &Api, scope: &str, load: Load) -> Loaded {
         )
         .await
         .map(|l| Loaded::Leases(l.leases)),
+        Load::Coordination => coordination(api, scope).await.map(|c| Loaded::Coordination(Box::new(c))),
         Load::Checkpoints => {
             let request = CheckpointTimelineRequest {
                 range: Some("30d".into()),

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState, Wrap};
 use state_core::UnixMillis;
 
-use super::app::{App, Focus, View, countdown, pretty, time_left};
+use super::app::{App, Focus, Section, View, countdown, pretty, time_left};
 use super::diff;
 
 const SELECTED: Style = Style::new().add_modifier(Modifier::REVERSED);
@@ -28,6 +28,7 @@ pub(crate) fn draw(frame: &mut Frame<'_>, app: &mut App, now: UnixMillis) {
         View::Workflows => draw_workflows(frame, app, body, now),
         View::Leases => draw_leases(frame, app, body, now),
         View::Checkpoints => draw_checkpoints(frame, app, body),
+        View::Coordination => draw_coordination(frame, app, body, now),
     }
     draw_footer(frame, app, footer);
     if app.help {
@@ -38,18 +39,21 @@ pub(crate) fn draw(frame: &mut Frame<'_>, app: &mut App, now: UnixMillis) {
 fn draw_header(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let tabs = [
         (View::Keys, "1 Keys"),
-        (View::Workflows, "2 Workflows"),
+        (View::Workflows, "2 Runs"),
         (View::Leases, "3 Leases"),
         (View::Checkpoints, "4 Checkpoints"),
+        (View::Coordination, "5 Coordination"),
     ];
-    let mut spans = vec![Span::styled(" state ", Style::new().add_modifier(Modifier::BOLD)), Span::raw(" ")];
+    // Five tabs, the counts and the target fit 110 columns; narrower, the target is cut.
+    let mut spans = Vec::new();
     for (view, label) in tabs {
         let current = app.view == view || (view == View::Keys && matches!(app.view, View::Entry | View::History));
         spans.push(Span::styled(format!(" {label} "), if current { SELECTED } else { Style::new() }));
     }
     let loading =
         if app.loading { format!("loading… {} keys", app.keys.len()) } else { format!("{} keys", app.keys.len()) };
-    spans.push(Span::styled(format!("  {}  {loading}  live changes: {}", app.target, app.live_changes), DIM));
+    // The target goes last: on a narrow terminal the path is what gets cut, not the counts.
+    spans.push(Span::styled(format!("  {loading}  live changes: {}  {}", app.live_changes, app.target), DIM));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
@@ -58,11 +62,12 @@ fn footer_hints(app: &App) -> &'static str {
         return "type to filter  Enter keep  Esc clear";
     }
     match app.view {
-        View::Keys => "↑↓ move  Enter open  h history  / filter  Tab groups  1-4 views  ? help  q quit",
+        View::Keys => "↑↓ move  Enter open  h history  / filter  Tab groups  1-5 views  ? help  q quit",
         View::Entry => "↑↓ scroll  h history  Esc back  ? help  q quit",
         View::History => "↑↓ version  m mark as base  Esc back  ? help  q quit",
-        View::Workflows => "↑↓ run (steps below)  1-4 views  ? help  q quit",
-        View::Leases | View::Checkpoints => "↑↓ move  1-4 views  ? help  q quit",
+        View::Workflows => "↑↓ run (steps below)  1-5 views  ? help  q quit",
+        View::Leases | View::Checkpoints => "↑↓ move  1-5 views  ? help  q quit",
+        View::Coordination => "↑↓ move  Tab next table  1-5 views  ? help  q quit",
     }
 }
 
@@ -306,11 +311,101 @@ fn draw_checkpoints(frame: &mut Frame<'_>, app: &App, area: Rect) {
     frame.render_widget(paragraph, area);
 }
 
+/// Semaphores with their holders, queues with their counts, and path reservations by scope:
+/// three tables, one of them (Tab) moving with the arrows.
+fn draw_coordination(frame: &mut Frame<'_>, app: &App, area: Rect, now: UnixMillis) {
+    let found = &app.coordination;
+    let [semaphores_area, queues_area, reservations_area] =
+        Layout::vertical([Constraint::Percentage(30), Constraint::Percentage(30), Constraint::Min(4)]).areas(area);
+    let focused = |section: Section| app.section == section;
+    let style = |section: Section, i: usize| {
+        if focused(section) && i == app.section_cursors[section as usize] { SELECTED } else { Style::new() }
+    };
+    let title = |name: &str, section: Section, rows: usize| {
+        let block = Block::bordered().title(format!(" {name} {rows} "));
+        if focused(section) {
+            block.border_style(Style::new().add_modifier(Modifier::BOLD))
+        } else {
+            block.border_style(DIM)
+        }
+    };
+    let state = |section: Section| {
+        TableState::default().with_selected(focused(section).then_some(app.section_cursors[section as usize]))
+    };
+
+    let rows: Vec<Row> = found
+        .semaphores
+        .iter()
+        .enumerate()
+        .map(|(i, semaphore)| {
+            let holders: Vec<String> = semaphore
+                .holders
+                .iter()
+                .map(|h| format!("{} ({})", h.holder, time_left(Some(&h.expires_at), now)))
+                .collect();
+            let held = semaphore.capacity.saturating_sub(semaphore.available);
+            let cells = [semaphore.name.clone(), format!("{held}/{}", semaphore.capacity), holders.join(", ")];
+            Row::new(cells).style(style(Section::Semaphores, i))
+        })
+        .collect();
+    let widths = [Constraint::Min(16), Constraint::Length(8), Constraint::Percentage(60)];
+    let table = Table::new(rows, widths)
+        .header(Row::new(["SEMAPHORE", "HELD", "HOLDERS (EXPIRES IN)"]).style(DIM))
+        .block(title("Semaphores", Section::Semaphores, found.semaphores.len()));
+    frame.render_stateful_widget(table, semaphores_area, &mut state(Section::Semaphores));
+
+    let rows: Vec<Row> = found
+        .queues
+        .iter()
+        .enumerate()
+        .map(|(i, queue)| {
+            let counts = [queue.visible, queue.in_flight, queue.delayed].map(|n| n.to_string());
+            let [visible, in_flight, delayed] = counts;
+            Row::new([queue.queue.clone(), visible, in_flight, delayed]).style(style(Section::Queues, i))
+        })
+        .collect();
+    let widths = [Constraint::Min(16), Constraint::Length(9), Constraint::Length(11), Constraint::Length(9)];
+    let table = Table::new(rows, widths)
+        .header(Row::new(["QUEUE", "VISIBLE", "IN FLIGHT", "DELAYED"]).style(DIM))
+        .block(title("Queues", Section::Queues, found.queues.len()));
+    frame.render_stateful_widget(table, queues_area, &mut state(Section::Queues));
+
+    let reservations = found.scopes.iter().flat_map(|scope| scope.reservations.iter().map(move |r| (scope, r)));
+    let rows: Vec<Row> = reservations
+        .enumerate()
+        .map(|(i, (scope, reservation))| {
+            let cells = [
+                scope.scope.clone(),
+                reservation.holder.clone(),
+                reservation.patterns.join(" "),
+                if reservation.exclusive { "exclusive" } else { "shared" }.to_owned(),
+                time_left(Some(&reservation.expires_at), now),
+                reservation.reason.clone().unwrap_or_default(),
+            ];
+            Row::new(cells).style(style(Section::Reservations, i))
+        })
+        .collect();
+    let widths = [
+        Constraint::Length(16),
+        Constraint::Length(12),
+        Constraint::Min(16),
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Percentage(25),
+    ];
+    let total = found.rows(Section::Reservations);
+    let table = Table::new(rows, widths)
+        .header(Row::new(["SCOPE", "HOLDER", "PATTERNS", "MODE", "EXPIRES IN", "REASON"]).style(DIM))
+        .block(title("Path reservations", Section::Reservations, total));
+    frame.render_stateful_widget(table, reservations_area, &mut state(Section::Reservations));
+}
+
 const HELP: &str = "\
-Views        1 keys   2 workflows   3 leases   4 checkpoints
+Views        1 keys   2 runs   3 leases   4 checkpoints   5 coordination
 Move         ↑/↓ or j/k, PgUp/PgDn, g/G (first/last)
 Keys         Enter open the entry, h its history
              / filter (smart case), Esc clear, Tab prefixes
+Coordination semaphores, queues, path reservations; Tab next table
 History      ↑/↓ pick a version, m mark it as the diff's base
 Back         Esc or ←
 Quit         q or Ctrl-C
@@ -319,7 +414,7 @@ Keys, entries and histories update live as agents write.";
 
 fn draw_help(frame: &mut Frame<'_>, area: Rect) {
     let width = 72.min(area.width);
-    let height = 12.min(area.height);
+    let height = 13.min(area.height);
     let popup = Rect { x: area.x + (area.width - width) / 2, y: area.y + (area.height - height) / 2, width, height };
     frame.render_widget(Clear, popup);
     let block = Block::default().borders(Borders::ALL).title(" Help (any key closes) ");

@@ -32,6 +32,13 @@ async fn fixture() -> Fixture {
     call(Operation::StateSet, json!({"key": "cache:weather", "value": 21, "ttl_seconds": 3600})).await;
     call(Operation::StateSet, json!({"key": "readme", "value": "top level"})).await;
     call(Operation::LeaseAcquire, json!({"resource_id": "printer", "holder_id": "agent-7", "ttl_seconds": 600})).await;
+    let permit = json!({"name": "build-slots", "holder_id": "agent-7", "capacity": 4, "ttl_seconds": 600});
+    call(Operation::SemaphoreAcquire, permit).await;
+    call(Operation::QueueSend, json!({"queue": "inbox/reviewer", "body": {"pr": 42}})).await;
+    call(Operation::QueueSend, json!({"queue": "inbox/reviewer", "body": {"pr": 43}, "delay_seconds": 3600})).await;
+    let reserve = json!({"scope": "/src/app", "holder_id": "agent-7", "patterns": ["src/parser/**"],
+        "ttl_seconds": 1800, "reason": "new grammar"});
+    call(Operation::PathsReserve, reserve).await;
     let run = call(Operation::WorkflowCreate, json!({"name": "nightly-report"})).await.body.unwrap();
     let claim =
         call(Operation::WorkflowClaim, json!({"run_id": run["run_id"], "agent_id": "w1", "lease_ttl_seconds": 300}))
@@ -192,6 +199,40 @@ async fn workflows_leases_and_checkpoints_have_their_views() {
     assert!(!f.app.help);
     press(&mut f, KeyCode::Char('q')).await;
     assert!(f.app.quit);
+}
+
+/// The words of the screen's line that mentions `needle`, frame characters dropped.
+fn row_with(screen: &str, needle: &str) -> Vec<String> {
+    let line = screen.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle:?} in:\n{screen}"));
+    line.split(['│', ' ']).filter(|w| !w.is_empty()).map(str::to_owned).collect()
+}
+
+#[tokio::test]
+async fn semaphores_queues_and_reservations_have_a_view_of_their_own() {
+    let mut f = fixture().await;
+    press(&mut f, KeyCode::Char('5')).await;
+    let shown = screen(&mut f.app, at(90));
+    assert_shows(&shown, &["5 Coordination", "Semaphores 1", "Queues 1", "Path reservations 1", "Tab next table"]);
+    assert_eq!(row_with(&shown, "build-slots"), ["build-slots", "1/4", "agent-7", "(8m", "30s)"]);
+    assert_eq!(row_with(&shown, "inbox/reviewer"), ["inbox/reviewer", "1", "0", "1"], "visible, in flight, delayed");
+    assert_eq!(
+        row_with(&shown, "src/parser/**"),
+        ["/src/app", "agent-7", "src/parser/**", "exclusive", "28m", "30s", "new", "grammar"]
+    );
+
+    // A receive moves the visible message in flight; the periodic refresh shows it.
+    let receive = json!({"queue": "inbox/reviewer", "consumer_id": "reviewer"});
+    f.api.call(Operation::QueueReceive, receive).await.body.unwrap();
+    let refresh = f.app.refresh().unwrap();
+    let loaded = perform(&f.api, "", refresh).await;
+    f.app.loaded(loaded);
+    assert_eq!(row_with(&screen(&mut f.app, at(90)), "inbox/reviewer"), ["inbox/reviewer", "0", "1", "1"]);
+
+    // Tab hands the arrows to the next table.
+    assert_eq!(f.app.section, super::app::Section::Semaphores);
+    press(&mut f, KeyCode::Tab).await;
+    press(&mut f, KeyCode::Tab).await;
+    assert_eq!(f.app.section, super::app::Section::Reservations);
 }
 
 #[tokio::test]

@@ -193,6 +193,46 @@ fn keys_versions_and_exit_codes() {
     assert_eq!((missing.code, missing.stdout.as_str()), (3, ""));
 }
 
+/// The coordination commands as a script uses them: exit codes say granted or refused, and
+/// the listings find what is held without knowing its name.
+#[test]
+fn semaphores_path_reservations_and_queues() {
+    let p = Place::new();
+    let slot =
+        |holder| ["semaphore", "acquire", "ci/build-slots", "--holder", holder, "--capacity", "1", "--ttl", "1m"];
+    let granted = p.json(&slot("me"), 0);
+    assert!(granted["token"].is_u64(), "{granted}");
+    let full = p.json(&slot("you"), 4);
+    assert_eq!((full["status"].as_str(), full["holders"][0]["holder"].as_str()), (Some("full"), Some("me")));
+    let semaphores = p.json(&["semaphore", "ls", "ci/"], 0);
+    assert_eq!(semaphores["semaphores"][0]["name"], "ci/build-slots", "{semaphores}");
+    assert_eq!(semaphores["semaphores"][0]["available"], 0);
+
+    let reserve =
+        ["paths", "reserve", "/repo", "src/parser/**", "--holder", "me", "--ttl", "30m", "--reason", "grammar"];
+    p.json(&reserve, 0);
+    let overlap = p.json(&["paths", "reserve", "/repo", "src/**/*.rs", "--holder", "you", "--ttl", "30m"], 4);
+    assert_eq!(overlap["conflicts"][0]["holder"], "me", "{overlap}");
+    let scopes = p.json(&["paths", "scopes"], 0);
+    assert_eq!(scopes["scopes"][0]["scope"], "/repo", "{scopes}");
+    assert_eq!(scopes["scopes"][0]["reservations"][0]["reason"], "grammar");
+
+    p.json(&["queue", "send", "inbox/reviewer", r#"{"pr": 42}"#, "--priority", "5"], 0);
+    p.json(&["queue", "send", "inbox/reviewer", r#"{"pr": 43}"#, "--delay", "1h"], 0);
+    let got = p.json(&["queue", "receive", "inbox/reviewer", "--consumer", "reviewer"], 0);
+    assert_eq!(got["message"]["body"], json!({"pr": 42}));
+    let queues = p.json(&["queue", "ls", "inbox/"], 0);
+    let counts = &queues["queues"][0];
+    assert_eq!(
+        (counts["visible"].as_u64(), counts["in_flight"].as_u64(), counts["delayed"].as_u64()),
+        (Some(0), Some(1), Some(1)),
+        "{queues}"
+    );
+    assert_eq!(p.run(&["queue", "receive", "inbox/reviewer", "--consumer", "reviewer"]).code, 3, "empty");
+    let text = p.run(&["queue", "ls"]);
+    assert!(text.stdout.contains("inbox/reviewer"), "{}", text.stdout);
+}
+
 #[test]
 fn leases_workflows_sessions_checkpoints_and_knowledge() {
     let p = Place::new();

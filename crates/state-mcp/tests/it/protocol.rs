@@ -5,7 +5,7 @@ use state_e2e::ProtocolEra;
 
 use crate::TestServer;
 
-const NATIVE_TOOLS: [&str; 55] = [
+const NATIVE_TOOLS: [&str; 58] = [
     "state_get",
     "state_set",
     "state_delete",
@@ -22,16 +22,19 @@ const NATIVE_TOOLS: [&str; 55] = [
     "semaphore_renew",
     "semaphore_release",
     "semaphore_get",
+    "semaphore_list",
     "paths_reserve",
     "paths_renew",
     "paths_release",
     "paths_list",
     "paths_check",
+    "paths_scopes",
     "queue_send",
     "queue_receive",
     "queue_ack",
     "queue_nack",
     "queue_peek",
+    "queue_list",
     "workflow_create",
     "workflow_claim",
     "workflow_checkpoint",
@@ -63,7 +66,7 @@ const NATIVE_TOOLS: [&str; 55] = [
     "store_import",
 ];
 
-const READ_ONLY: [&str; 24] = [
+const READ_ONLY: [&str; 27] = [
     "state_get",
     "state_list",
     "state_batch_get",
@@ -71,9 +74,12 @@ const READ_ONLY: [&str; 24] = [
     "lease_get",
     "lease_list",
     "semaphore_get",
+    "semaphore_list",
     "paths_list",
     "paths_check",
+    "paths_scopes",
     "queue_peek",
+    "queue_list",
     "workflow_resume",
     "workflow_status",
     "workflow_list",

@@ -151,6 +151,7 @@ macro_rules! conformance_suite {
             semaphores_grant_up_to_their_capacity,
             path_reservations_refuse_overlaps,
             queues_deliver_at_least_once_with_receipts,
+            coordination_records_are_listed_by_name,
             runs_wait_for_their_dependencies,
             workflow_lifecycle,
             sessions_keep_every_version,

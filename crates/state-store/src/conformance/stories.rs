@@ -611,6 +611,88 @@ pub async fn queues_deliver_at_least_once_with_receipts(backend: &dyn BackendFac
     assert_eq!(ops, vec![Send, Send, Receive, Receive, Ack, Receive, Nack, DeadLetter, Send, Receive]);
 }
 
+/// Semaphores, queues and reservation scopes are found by name prefix, a page of names at a
+/// time, each with what it holds now; names that only expired records mention are not.
+pub async fn coordination_records_are_listed_by_name(backend: &dyn BackendFactory) {
+    use state_core::ops::queue::{QueueListRequest, QueueReceiveRequest, QueueSendRequest};
+    use state_core::ops::reservation::{ReserveRequest, ScopeListRequest};
+    use state_core::ops::semaphore::{SemaphoreAcquireRequest, SemaphoreListRequest};
+    let s = Store::new(backend);
+    let acquire = |name: &str, holder: &str, ttl_seconds: f64| SemaphoreAcquireRequest {
+        name: name.into(),
+        holder_id: holder.into(),
+        capacity: 3,
+        ttl_seconds,
+        wait_seconds: None,
+        request_id: None,
+    };
+    // "build" is a prefix of "build2": a page boundary between them must skip exactly build's
+    // permits, whatever its holders are called.
+    for (name, holder, ttl) in
+        [("build", "zed", 60.0), ("build", "amy", 60.0), ("build2", "bo", 60.0), ("gone", "x", 1.0)]
+    {
+        s.engine.semaphore_acquire(acquire(name, holder, ttl)).await.unwrap();
+    }
+    s.clock.advance_millis(1_500);
+    let all = s.engine.semaphore_list(SemaphoreListRequest::default()).await.unwrap();
+    let listed: Vec<_> = all.semaphores.iter().map(|m| (m.name.as_str(), m.available, m.holders.len())).collect();
+    assert_eq!(listed, [("build", 1, 2), ("build2", 2, 1)], "an expired permit holds nothing");
+    let first = s.engine.semaphore_list(SemaphoreListRequest { limit: Some(1), ..Default::default() }).await.unwrap();
+    assert_eq!(first.semaphores[0].name, "build");
+    let cursor = first.next_cursor.expect("a second page");
+    let second =
+        s.engine.semaphore_list(SemaphoreListRequest { limit: Some(1), cursor: Some(cursor), ..Default::default() });
+    let second = second.await.unwrap();
+    assert_eq!((second.semaphores[0].name.as_str(), second.next_cursor), ("build2", None));
+    let prefixed = SemaphoreListRequest { prefix: "build2".into(), ..Default::default() };
+    assert_eq!(s.engine.semaphore_list(prefixed).await.unwrap().semaphores.len(), 1);
+
+    let send = |queue: &str, delay_seconds: Option<f64>| QueueSendRequest {
+        queue: queue.into(),
+        body: json!(1),
+        priority: None,
+        delay_seconds,
+        dedupe_key: None,
+        ttl_seconds: None,
+        max_attempts: None,
+        sender: None,
+        request_id: None,
+    };
+    for (queue, delay) in
+        [("inbox/a", None), ("inbox/a", None), ("inbox/a", Some(60.0)), ("inbox/b", None), ("jobs", None)]
+    {
+        s.engine.queue_send(send(queue, delay)).await.unwrap();
+    }
+    let receive = QueueReceiveRequest {
+        queue: "inbox/a".into(),
+        consumer_id: "c".into(),
+        visibility_seconds: None,
+        wait_seconds: None,
+        request_id: None,
+    };
+    s.engine.queue_receive(receive).await.unwrap();
+    let inboxes = s.engine.queue_list(QueueListRequest { prefix: "inbox/".into(), ..Default::default() }).await;
+    let counts: Vec<_> =
+        inboxes.unwrap().queues.into_iter().map(|q| (q.queue, q.visible, q.in_flight, q.delayed)).collect();
+    assert_eq!(counts, [("inbox/a".to_owned(), 1, 1, 1), ("inbox/b".to_owned(), 1, 0, 0)]);
+
+    let reserve = |scope: &str, holder: &str, pattern: &str| ReserveRequest {
+        scope: scope.into(),
+        holder_id: holder.into(),
+        patterns: vec![pattern.into()],
+        exclusive: Some(false),
+        ttl_seconds: 60.0,
+        reason: None,
+        request_id: None,
+    };
+    for (scope, holder, pattern) in [("/repo", "a", "src/**"), ("/repo", "b", "docs/"), ("/other", "c", "*")] {
+        s.engine.paths_reserve(reserve(scope, holder, pattern)).await.unwrap();
+    }
+    let scopes = s.engine.paths_scopes(ScopeListRequest::default()).await.unwrap().scopes;
+    let shown: Vec<_> = scopes.iter().map(|sc| (sc.scope.as_str(), sc.reservations.len())).collect();
+    assert_eq!(shown, [("/other", 1), ("/repo", 2)]);
+}
+
 pub async fn runs_wait_for_their_dependencies(backend: &dyn BackendFactory) {
     use state_core::ops::workflow::{
         ClaimRequest, ClaimStatus, CompleteRequest, CreateRunRequest, CreateStatus, RunRequest,

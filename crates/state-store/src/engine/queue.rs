@@ -4,10 +4,11 @@
 use std::time::Duration;
 
 use state_core::idempotency::Once;
+use state_core::ops::Paged;
 use state_core::ops::history::HistoryKind;
 use state_core::ops::queue::{
-    QueueAckRequest, QueueNackRequest, QueuePeekRequest, QueuePeekResult, QueueReceiveRequest, QueueReceiveResult,
-    QueueSendRequest, QueueSendResult, QueueSettleResult, ReceiveStatus,
+    QueueAckRequest, QueueListRequest, QueueListResult, QueueNackRequest, QueuePeekRequest, QueuePeekResult,
+    QueueReceiveRequest, QueueReceiveResult, QueueSendRequest, QueueSendResult, QueueSettleResult, ReceiveStatus,
 };
 use state_core::queue::{self, Outgoing};
 use tokio::time::Instant;
@@ -83,6 +84,15 @@ impl Engine {
         let limit = req.validate()?;
         self.read(ReadCost::Scan, move |txn, now| {
             Ok(queue::peek(&TxnView(txn), &req.queue, limit, now, txn.revision()?)?)
+        })
+        .await
+    }
+
+    pub async fn queue_list(&self, req: QueueListRequest) -> Result<QueueListResult, EngineError> {
+        req.validate()?;
+        self.read(ReadCost::Scan, move |txn, now| {
+            let (page, after) = (req.page_size()?, req.start_after()?);
+            Ok(queue::list(&TxnView(txn), &req.prefix, after.as_deref(), page, now, txn.revision()?)?)
         })
         .await
     }

@@ -1,9 +1,10 @@
 //! Path reservations: the engine verbs over `state_core::reservation`.
 
 use state_core::idempotency::Once;
+use state_core::ops::Paged;
 use state_core::ops::reservation::{
     PathCheckRequest, PathCheckResult, ReservationListRequest, ReservationListResult, ReservationReleaseRequest,
-    ReservationRenewRequest, ReservationResult, ReserveRequest, ReserveResult,
+    ReservationRenewRequest, ReservationResult, ReserveRequest, ReserveResult, ScopeListRequest, ScopeListResult,
 };
 use state_core::reservation::{self, Wanted};
 
@@ -57,6 +58,15 @@ impl Engine {
         req.validate()?;
         self.read(ReadCost::Scan, move |txn, now| {
             Ok(reservation::check(&TxnView(txn), &req.scope, &req.holder_id, &req.path, now, txn.revision()?)?)
+        })
+        .await
+    }
+
+    pub async fn paths_scopes(&self, req: ScopeListRequest) -> Result<ScopeListResult, EngineError> {
+        req.validate()?;
+        self.read(ReadCost::Scan, move |txn, now| {
+            let (page, after) = (req.page_size()?, req.start_after()?);
+            Ok(reservation::list_scopes(&TxnView(txn), &req.prefix, after.as_deref(), page, now, txn.revision()?)?)
         })
         .await
     }

@@ -5,10 +5,11 @@
 use std::time::Duration;
 
 use state_core::idempotency::Once;
+use state_core::ops::Paged;
 use state_core::ops::history::HistoryKind;
 use state_core::ops::semaphore::{
     PermitResult, SemaphoreAcquireRequest, SemaphoreAcquireResult, SemaphoreGetRequest, SemaphoreGetResult,
-    SemaphoreReleaseRequest, SemaphoreRenewRequest, SemaphoreStatus,
+    SemaphoreListRequest, SemaphoreListResult, SemaphoreReleaseRequest, SemaphoreRenewRequest, SemaphoreStatus,
 };
 use state_core::semaphore;
 use tokio::time::Instant;
@@ -68,5 +69,14 @@ impl Engine {
         req.validate()?;
         self.read(ReadCost::Scan, move |txn, now| Ok(semaphore::get(&TxnView(txn), &req.name, now, txn.revision()?)?))
             .await
+    }
+
+    pub async fn semaphore_list(&self, req: SemaphoreListRequest) -> Result<SemaphoreListResult, EngineError> {
+        req.validate()?;
+        self.read(ReadCost::Scan, move |txn, now| {
+            let (page, after) = (req.page_size()?, req.start_after()?);
+            Ok(semaphore::list(&TxnView(txn), &req.prefix, after.as_deref(), page, now, txn.revision()?)?)
+        })
+        .await
     }
 }
