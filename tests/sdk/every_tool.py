@@ -128,6 +128,7 @@ async def native(p):
     await p.call("workflow_fail", {**held, "error": "flaky", "retryable": True})
     again = await p.call("workflow_claim", {"agent_id": "w2", "name": "sdk-job"})
     await p.call("workflow_complete", {"run_id": run["run_id"], "agent_id": "w2", "token": again["token"], "result": 7})
+    await p.call("workflow_status", {"run_id": run["run_id"], "wait_seconds": 5})  # finished: answers at once, with its result
     gated = await p.call("workflow_create", {"name": "sdk-gated", "depends_on": [run["run_id"]], "priority": 5, "dedupe_key": "gated"})
     await p.call("workflow_create", {"name": "sdk-gated", "dedupe_key": "gated"})  # duplicate
     parked = await p.call("workflow_claim", {"agent_id": "w3", "run_id": gated["run_id"]})

@@ -58,7 +58,7 @@ use state_core::ops::workflow::{AwaitSignalRequest, AwaitSignalResult, SignalReq
 use state_core::ops::workflow::{
     CancelRequest, CancelResult, CheckpointRequest, CheckpointResult, ClaimRequest, ClaimResult, CompleteRequest,
     CreateRunRequest, CreateRunResult, DiscoverRequest, FailRequest, FinishResult, HeartbeatRequest, HeartbeatResult,
-    ListRunsRequest, ListRunsResult, ResumeResult, RunRequest, RunStatusResult,
+    ListRunsRequest, ListRunsResult, ResumeResult, RunRequest, RunStatusRequest, RunStatusResult,
 };
 
 use crate::auth::{self, Need, Right::Admin, Right::Read, Right::Write};
@@ -1199,12 +1199,12 @@ static SPECS: [OperationSpec; 95] = [
         "Run status",
         Workflow,
         ReadOnly,
-        RunRequest => RunStatusResult,
+        RunStatusRequest => RunStatusResult,
         engine: workflow_status,
         needs: |r| vec![Need::Run(r.run_id.clone(), Read)],
         rest: rest(Get, "/v1/workflows/{run_id}", RestBody::None, Plain),
         cli: Cli::Command("workflow status"),
-        "A run's status, attempt, last step and holder, without step outputs."
+        "A run's status, attempt, last step and holder, without step outputs; wait_seconds waits for it to finish."
     ),
     native!(
         WorkflowList,

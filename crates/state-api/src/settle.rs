@@ -76,7 +76,7 @@ pub(crate) fn own_wait(op: Operation, args: &Value) -> Duration {
     use state_core::ops::watch::{DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS};
     let seconds = match op {
         Operation::StateWatch => args.get("timeout_seconds").and_then(Value::as_f64).unwrap_or(DEFAULT_WAIT_SECONDS),
-        Operation::SemaphoreAcquire | Operation::QueueReceive => {
+        Operation::SemaphoreAcquire | Operation::QueueReceive | Operation::WorkflowStatus => {
             args.get("wait_seconds").and_then(Value::as_f64).unwrap_or(0.0)
         }
         _ => return Duration::ZERO,

@@ -34,7 +34,7 @@ use state_core::ops::txn::TxnRequest;
 use state_core::ops::workflow::{AwaitSignalRequest, SignalRequest};
 use state_core::ops::workflow::{
     CancelRequest, CheckpointRequest, ClaimRequest, CompleteRequest, CreateRunRequest, FailRequest, HeartbeatRequest,
-    ListRunsRequest, RunRequest,
+    ListRunsRequest, RunRequest, RunStatusRequest,
 };
 
 use crate::input;
@@ -465,8 +465,14 @@ pub(crate) enum WorkflowCommand {
     },
     /// Everything needed to continue a run
     Resume { run: String },
-    /// A run's status, attempt, last step and holder
-    Status { run: String },
+    /// A run's status, attempt, last step and holder; with --wait, once it finished (or the
+    /// wait ran out)
+    Status {
+        run: String,
+        /// Wait this long for the run to finish (at most 55s)
+        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        wait: Option<std::time::Duration>,
+    },
     /// Finish a run you hold, with its result (JSON, @FILE or -; default null)
     Complete {
         #[command(flatten)]
@@ -978,7 +984,10 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 typed(Op::WorkflowHeartbeat, request)
             }
             WorkflowCommand::Resume { run } => typed(Op::WorkflowResume, RunRequest { run_id: run.clone() }),
-            WorkflowCommand::Status { run } => typed(Op::WorkflowStatus, RunRequest { run_id: run.clone() }),
+            WorkflowCommand::Status { run, wait } => {
+                let request = RunStatusRequest { run_id: run.clone(), wait_seconds: wait.map(|w| w.as_secs_f64()) };
+                typed(Op::WorkflowStatus, request)
+            }
             WorkflowCommand::Complete { claim, result } => {
                 let request = CompleteRequest {
                     run_id: claim.run.clone(),

@@ -61,7 +61,8 @@ pub mod native {
     };
     use state_core::ops::txn::{TxnRequest, TxnResult};
     use state_core::ops::workflow::{
-        CreateRunRequest, CreateRunResult, ListRunsRequest, ListRunsResult, ResumeResult, RunRequest, RunStatusResult,
+        CreateRunRequest, CreateRunResult, ListRunsRequest, ListRunsResult, ResumeResult, RunRequest, RunStatusRequest,
+        RunStatusResult,
     };
 
     macro_rules! natives {
@@ -85,7 +86,7 @@ pub mod native {
         HISTORY: HistoryRequest => HistoryResult = "history_log";
         LEASE_ACQUIRE: AcquireRequest => AcquireResult = "lease_acquire";
         WORKFLOW_CREATE: CreateRunRequest => CreateRunResult = "workflow_create";
-        WORKFLOW_STATUS: RunRequest => RunStatusResult = "workflow_status";
+        WORKFLOW_STATUS: RunStatusRequest => RunStatusResult = "workflow_status";
         WORKFLOW_RESUME: RunRequest => ResumeResult = "workflow_resume";
         WORKFLOW_LIST: ListRunsRequest => ListRunsResult = "workflow_list";
         SESSION_SAVE: SessionSaveRequest => SessionSaveResult = "session_save";

@@ -1105,10 +1105,17 @@ pub fn status<V: StateView + ?Sized>(
         Some(run) => RunStatusResult {
             status: FoundStatus::Ok,
             run_id: run_id.to_owned(),
+            result: run.run.result.clone().filter(|_| run.run.status == RunStatus::Completed),
             run: Some(run.describe(view, now)?),
             revision,
         },
-        None => RunStatusResult { status: FoundStatus::NotFound, run_id: run_id.to_owned(), run: None, revision },
+        None => RunStatusResult {
+            status: FoundStatus::NotFound,
+            run_id: run_id.to_owned(),
+            run: None,
+            result: None,
+            revision,
+        },
     })
 }
 

@@ -276,6 +276,8 @@ fn leases_workflows_sessions_checkpoints_and_knowledge() {
     let stale = ["workflow", "complete", &run_id, "--agent", "w1", "--fencing-token", "1", r#""ok""#];
     assert_eq!(p.run(&stale).code, 5, "an old token is fenced");
     p.json(&["workflow", "complete", &run_id, "--agent", "w1", "--fencing-token", &token, r#""ok""#], 0);
+    let waited = p.json(&["workflow", "status", &run_id, "--wait", "5s"], 0);
+    assert_eq!((waited["run"]["run_status"].as_str(), waited["result"].as_str()), (Some("completed"), Some("ok")));
     assert_eq!(p.json(&["workflow", "ls", "--status", "completed"], 0)["runs"].as_array().unwrap().len(), 1);
     let other = p.json(&["workflow", "create", "other"], 0)["run_id"].as_str().unwrap().to_owned();
     p.json(&["workflow", "cancel", &other, "--reason", "not needed"], 0);

@@ -9,7 +9,7 @@ use state_core::ops::history::{HistoryKind, HistoryOp, HistoryRequest};
 use state_core::ops::kv::{DeleteRequest, GetRequest, SetRequest};
 use state_core::ops::lease::AcquireRequest;
 use state_core::ops::session::{SessionRestoreRequest, SessionSaveRequest};
-use state_core::ops::workflow::{CheckpointStatus, CreateRunRequest, FoundStatus, RunRequest};
+use state_core::ops::workflow::{CheckpointStatus, CreateRunRequest, FoundStatus, RunRequest, RunStatusRequest};
 use state_core::ops::{DeleteStatus, ReadStatus};
 
 use super::rules::{ClaimWithoutLease, RecordStep, ReleaseByHolder, RenewByHolder};
@@ -72,7 +72,10 @@ pub async fn workflow_list<S: Seam>(seam: &S, _: NoArgs, _: Option<String>) -> A
 
 pub async fn workflow_claim<S: Seam>(seam: &S, a: ClaimArgs, id: Option<String>) -> Answered<S::Error> {
     let claimed = seam.apply(ClaimWithoutLease::new(a.run_id.clone(), a.agent_id.clone(), id)).await?;
-    let current = seam.call(native::WORKFLOW_STATUS, RunRequest { run_id: a.run_id.clone() }).await?.run;
+    let current = seam
+        .call(native::WORKFLOW_STATUS, RunStatusRequest { run_id: a.run_id.clone(), wait_seconds: None })
+        .await?
+        .run;
     Answer::shaped(&claim_result(&a.run_id, &a.agent_id, &claimed, current.as_ref()))
 }
 
@@ -93,7 +96,11 @@ pub async fn workflow_resume<S: Seam>(seam: &S, a: RunIdArgs, _: Option<String>)
 }
 
 pub async fn workflow_status<S: Seam>(seam: &S, a: RunIdArgs, _: Option<String>) -> Answered<S::Error> {
-    match seam.call(native::WORKFLOW_STATUS, RunRequest { run_id: a.run_id.clone() }).await?.run {
+    match seam
+        .call(native::WORKFLOW_STATUS, RunStatusRequest { run_id: a.run_id.clone(), wait_seconds: None })
+        .await?
+        .run
+    {
         Some(run) => Answer::shaped(&status_result(&run)),
         None => Err(missing(&a.run_id)),
     }

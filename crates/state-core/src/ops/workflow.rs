@@ -512,6 +512,27 @@ impl RunRequest {
     }
 }
 
+/// The most a caller may wait for a run to finish in one call: clients cut tool calls at 60 s.
+pub const MAX_STATUS_WAIT_SECONDS: f64 = 55.0;
+
+/// One run's status, waiting (bounded) for it to finish if asked.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunStatusRequest {
+    pub run_id: String,
+    /// Wait up to this long (at most 55) for the run to finish; the answer is its status then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_seconds: Option<f64>,
+}
+
+impl RunStatusRequest {
+    /// The wait, in milliseconds.
+    pub fn validate(&self) -> Result<u64, InvalidInput> {
+        validate_key("run_id", &self.run_id)?;
+        crate::time::seconds_within("wait_seconds", self.wait_seconds, 0.0, MAX_STATUS_WAIT_SECONDS)
+    }
+}
+
 /// A run without its step outputs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunSummary {
@@ -565,6 +586,9 @@ pub struct RunStatusResult {
     pub run_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<RunSummary>,
+    /// What the run completed with, once it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
     pub revision: u64,
 }
 

@@ -328,6 +328,15 @@ fn eight_workers_claim_a_dag_of_runs_in_dependency_order() {
             })
         })
         .collect();
+    // The planner waits for the last run's result as a caller would: each call returns when
+    // the run finishes, or after at most 10 s with it still going.
+    let last = runs.last().unwrap().clone();
+    let outcome = (0..12)
+        .map(|_| ok(&mut planner, "workflow_status", json!({"run_id": last, "wait_seconds": 10})))
+        .find(|status| status["run"]["run_status"] != "pending" && status["run"]["run_status"] != "running")
+        .expect("the last run finished within two minutes");
+    assert_eq!(outcome["run"]["run_status"], "completed", "{outcome}");
+    assert!(outcome["result"].as_u64().is_some_and(|worker| worker < 8), "the worker's result: {outcome}");
     for worker in workers {
         worker.join().expect("a worker panicked");
     }

@@ -695,7 +695,7 @@ pub async fn coordination_records_are_listed_by_name(backend: &dyn BackendFactor
 
 pub async fn runs_wait_for_their_dependencies(backend: &dyn BackendFactory) {
     use state_core::ops::workflow::{
-        ClaimRequest, ClaimStatus, CompleteRequest, CreateRunRequest, CreateStatus, RunRequest,
+        ClaimRequest, ClaimStatus, CompleteRequest, CreateRunRequest, CreateStatus, RunStatusRequest,
     };
     let s = Store::new(backend);
     let create = |name: &str, extra: CreateRunRequest| CreateRunRequest { name: name.into(), ..extra };
@@ -724,10 +724,20 @@ pub async fn runs_wait_for_their_dependencies(backend: &dyn BackendFactory) {
     };
     let waiting = s.engine.workflow_claim(claim(Some(&b))).await.unwrap();
     assert_eq!(waiting.status, ClaimStatus::Waiting, "b waits on a");
-    let status = s.engine.workflow_status(RunRequest { run_id: b.clone() }).await.unwrap();
+    let status = s.engine.workflow_status(RunStatusRequest { run_id: b.clone(), wait_seconds: None }).await.unwrap();
     assert_eq!(status.run.unwrap().waiting_on, vec![a.clone()]);
     let first = s.engine.workflow_claim(claim(None)).await.unwrap();
     assert_eq!(first.run_id.as_deref(), Some(a.as_str()), "b has the higher priority but is not ready");
+    let short = RunStatusRequest { run_id: a.clone(), wait_seconds: Some(0.05) };
+    let running = s.engine.workflow_status(short).await.unwrap().run.unwrap();
+    assert_eq!(running.run_status, state_core::ops::workflow::RunStatus::Running, "the wait ran out first");
+    // A caller waiting for a's result is answered by its completion, not by a timeout.
+    let caller = {
+        let engine = s.engine.clone();
+        let request = RunStatusRequest { run_id: a.clone(), wait_seconds: Some(30.0) };
+        tokio::spawn(async move { engine.workflow_status(request).await })
+    };
+    tokio::task::yield_now().await;
     let complete = CompleteRequest {
         run_id: a.clone(),
         agent_id: "w".into(),
@@ -736,6 +746,9 @@ pub async fn runs_wait_for_their_dependencies(backend: &dyn BackendFactory) {
         request_id: None,
     };
     s.engine.workflow_complete(complete).await.unwrap();
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(20), caller).await.unwrap().unwrap().unwrap();
+    let done = waited.run.as_ref().map(|run| run.run_status);
+    assert_eq!((done, waited.result), (Some(state_core::ops::workflow::RunStatus::Completed), Some(json!(1))));
     let second = s.engine.workflow_claim(claim(None)).await.unwrap();
     assert_eq!(second.run_id.as_deref(), Some(b.as_str()), "ready now, and first by priority");
 
@@ -808,7 +821,13 @@ pub async fn workflow_lifecycle(backend: &dyn BackendFactory) {
     // w1 vanishes; its claim lapses and the sweeper returns the run to the queue.
     s.clock.advance_millis(1_000);
     s.engine.expire_due(10).await.unwrap();
-    let pending = s.engine.workflow_status(RunRequest { run_id: run.clone() }).await.unwrap().run.unwrap();
+    let pending = s
+        .engine
+        .workflow_status(RunStatusRequest { run_id: run.clone(), wait_seconds: None })
+        .await
+        .unwrap()
+        .run
+        .unwrap();
     assert_eq!((pending.run_status, pending.attempt, pending.last_step), (RunStatus::Pending, 1, 1));
     let discovered = s.engine.workflow_discover(DiscoverRequest::default()).await.unwrap();
     assert_eq!(discovered.runs.len(), 1);

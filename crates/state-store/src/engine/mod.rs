@@ -27,6 +27,7 @@ use state_core::keyspace::{self, Space};
 use state_core::lease::{self, Holder};
 use state_core::ops::Paged;
 use state_core::ops::health::{HealthResult, WriteStats};
+use state_core::ops::history::HistoryKind;
 use state_core::ops::history::{HistoryRequest, HistoryResult};
 use state_core::ops::kv::{
     BatchGetRequest, BatchGetResult, DeleteRequest, DeleteResult, GetRequest, GetResult, ListRequest, ListResult,
@@ -41,6 +42,7 @@ use state_core::ops::session::{
     SessionSaveResult,
 };
 use state_core::ops::txn::{TxnRequest, TxnResult};
+use state_core::ops::workflow::RunStatusRequest;
 use state_core::ops::workflow::{AwaitSignalRequest, AwaitSignalResult, SignalRequest, SignalResult};
 use state_core::ops::workflow::{
     CancelRequest, CancelResult, CheckpointRequest, CheckpointResult, ClaimRequest, ClaimResult, CompleteRequest,
@@ -393,12 +395,24 @@ impl Engine {
         .await
     }
 
-    pub async fn workflow_status(&self, req: RunRequest) -> Result<RunStatusResult, EngineError> {
-        req.validate()?;
-        self.read(ReadCost::Point, move |txn, now| {
-            Ok(workflow::status(&TxnView(txn), &req.run_id, now, txn.revision()?)?)
-        })
-        .await
+    /// A run's status; with a wait, once it finished (or the wait ran out), woken by the
+    /// run's own changes.
+    pub async fn workflow_status(&self, req: RunStatusRequest) -> Result<RunStatusResult, EngineError> {
+        let wait = std::time::Duration::from_millis(req.validate()?);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let run_id = req.run_id.clone();
+            let answer = self
+                .read(ReadCost::Point, move |txn, now| {
+                    Ok(workflow::status(&TxnView(txn), &run_id, now, txn.revision()?)?)
+                })
+                .await?;
+            let finished = answer.run.as_ref().is_none_or(|run| run.run_status.is_terminal());
+            if finished || tokio::time::Instant::now() >= deadline {
+                return Ok(answer);
+            }
+            self.wait_for_change(HistoryKind::Workflow, &req.run_id, answer.revision, None, deadline).await?;
+        }
     }
 
     pub async fn workflow_resume(&self, req: RunRequest) -> Result<ResumeResult, EngineError> {
