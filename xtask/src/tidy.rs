@@ -188,8 +188,19 @@ fn every_engine_verb_is_a_native_operation() {
         .collect();
     // What the engine offers besides operations: its generic entries, its change feed, and
     // what hosts and maintenance call.
-    let services =
-        ["apply", "query", "watch", "backup", "ping", "health", "close", "revision", "compact_history", "expire_due"];
+    let services = [
+        "apply",
+        "query",
+        "watch",
+        "backup",
+        "ping",
+        "health",
+        "close",
+        "revision",
+        "compact_history",
+        "expire_due",
+        "release_dependents",
+    ];
     let engine = root().join("crates/state-store/src/engine");
     for name in ["mod.rs", "text.rs", "transfer.rs", "watch.rs"] {
         let text = std::fs::read_to_string(engine.join(name)).expect("engine source");

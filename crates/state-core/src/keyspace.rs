@@ -50,6 +50,9 @@ pub enum Space {
     /// A run that waits on a dependency, under the dependency and the waiting run: the
     /// completion of the dependency looks here for the runs it may make ready.
     Dependent,
+    /// A finished run whose waiting runs are not all released yet: a completion releases a
+    /// bounded number in its own write, and the sweeper the rest.
+    Release,
     /// The claim on a workflow run: a lease whose expiry returns the run to the queue.
     Claim,
     /// A workflow run record.
@@ -98,9 +101,10 @@ impl Corpus {
     }
 }
 
-const TAGS: [(Space, char); 24] = [
+const TAGS: [(Space, char); 25] = [
     (Space::PriorityQueue, 'B'),
     (Space::Dependent, 'D'),
+    (Space::Release, 'Z'),
     (Space::Signal, 'O'),
     (Space::RunDedupe, 'J'),
     (Space::Message, 'G'),
@@ -203,6 +207,10 @@ pub fn dependent_prefix(dependency: &str) -> String {
 
 pub fn dependent_key(dependency: &str, dependent: &str) -> String {
     format!("{}{dependent}", dependent_prefix(dependency))
+}
+
+pub fn release_key(dependency: &str) -> String {
+    key(Space::Release, dependency)
 }
 
 /// The waiting run a `Dependent` key names (after the dependency and the separator).

@@ -470,8 +470,7 @@ fn save_run(changes: &mut Changes<'_>, stored: &Entry, run: &RunRecord, action: 
 }
 
 /// Leaves the queue and drops the claim: the run is finished. The runs waiting on it are
-/// enqueued when it `completed` and this was the last dependency they waited on; otherwise
-/// they stay blocked for good, and out of the claim order.
+/// released (see [`release_dependents`]).
 fn retire<V: StateView + ?Sized>(
     view: &V,
     changes: &mut Changes<'_>,
@@ -482,11 +481,30 @@ fn retire<V: StateView + ?Sized>(
         changes.remove(claim, Record::Silent);
     }
     changes.drop_key(&keyspace::queue_key_for(run.run_id(), run.run.priority));
+    release_dependents(view, changes, run.run_id(), completed)
+}
+
+/// Most waiting runs one write releases, so that completing a run many others wait on stays
+/// a bounded write for the single writer; the sweeper releases the rest.
+pub const RELEASES_PER_WRITE: usize = 256;
+
+/// Drops the notes of runs waiting on `dependency`, which just finished, enqueueing those it
+/// was the last unfinished dependency of when it `completed` (when it did not, they stay
+/// blocked for good, out of the claim order). At most [`RELEASES_PER_WRITE`] at a time; while
+/// more remain a `Release` record says so, for [`plan_release_pending`].
+fn release_dependents<V: StateView + ?Sized>(
+    view: &V,
+    changes: &mut Changes<'_>,
+    dependency: &str,
+    completed: bool,
+) -> Result<(), V::Error> {
     let mut notes = Vec::new();
-    view.scan(&keyspace::dependent_prefix(run.run_id()), None, &mut |entry| {
+    view.scan(&keyspace::dependent_prefix(dependency), None, &mut |entry| {
         notes.push(entry.key);
-        true
+        notes.len() <= RELEASES_PER_WRITE
     })?;
+    let more = notes.len() > RELEASES_PER_WRITE;
+    notes.truncate(RELEASES_PER_WRITE);
     for note in notes {
         changes.drop_key(&note);
         let Some(dependent) = keyspace::dependent_run_id(&note) else { continue };
@@ -497,15 +515,40 @@ fn retire<V: StateView + ?Sized>(
         if waiting.status(changes.now()).is_terminal() {
             continue;
         }
-        // The view still shows this run unfinished: its completion is this very plan.
+        // Called by the completion itself, the view still shows `dependency` unfinished.
         let mut deps = dependencies(view, &waiting.run, changes.now())?;
-        deps.waiting_on.retain(|dep| dep != run.run_id());
+        deps.waiting_on.retain(|dep| dep != dependency);
         if deps.met() {
             let queued = keyspace::queue_key_for(dependent, waiting.run.priority);
             changes.write(None, &queued, Value::Null, None, Record::Silent);
         }
     }
+    let release = keyspace::release_key(dependency);
+    let pending = view.get(&release)?;
+    match (more, pending) {
+        (true, None) => {
+            changes.write(None, &release, json!({"completed": completed}), None, Record::Silent);
+        }
+        (false, Some(_)) => changes.drop_key(&release),
+        _ => {}
+    }
     Ok(())
+}
+
+/// Releases the runs still waiting on finished runs, for the sweeper: up to
+/// [`RELEASES_PER_WRITE`] of them. Returns how many finished runs it worked on (0: none left).
+pub fn plan_release_pending<V: StateView + ?Sized>(view: &V, ctx: &WriteContext) -> Result<Plan<usize>, V::Error> {
+    let mut pending = None;
+    view.scan(&keyspace::prefix(Space::Release), None, &mut |entry| {
+        pending = Some(entry);
+        false
+    })?;
+    let mut changes = Changes::new(ctx, None);
+    let Some(record) = pending else { return Ok(changes.finish(0)) };
+    let dependency = keyspace::classify(&record.key).1.to_owned();
+    let completed = record.value.get("completed").and_then(Value::as_bool).unwrap_or(false);
+    release_dependents(view, &mut changes, &dependency, completed)?;
+    Ok(changes.finish(1))
 }
 
 /// Settles a run whose claim ran out: back to pending while attempts remain, else failed.

@@ -67,6 +67,7 @@ impl HistoryKind {
             | Space::PriorityQueue
             | Space::RunDedupe
             | Space::Dependent
+            | Space::Release
             | Space::Signal => HistoryKind::Workflow,
             Space::Session | Space::SessionVersion => HistoryKind::Session,
             Space::Checkpoint | Space::CheckpointSession | Space::CheckpointLatest => HistoryKind::Checkpoint,

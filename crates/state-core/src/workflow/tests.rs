@@ -487,6 +487,52 @@ fn runs_wait_outside_the_claim_order_until_their_last_dependency_completes() {
     assert_eq!(claim(&mut sim, "w", Some(&last), &[]).status, ClaimStatus::Claimed);
 }
 
+/// Completing a run that a thousand others wait on must not make one write of the single
+/// writer read and write all of them: it releases a bounded number, and the sweeper the rest.
+#[test]
+fn a_run_many_wait_on_releases_them_a_bounded_number_per_write() {
+    let mut sim = Sim::new();
+    let gate = create_with(&mut sim, "gate", CreateRunRequest::default()).run_id;
+    let waiting = RELEASES_PER_WRITE * 2 + 10;
+    for i in 0..waiting {
+        create_with(
+            &mut sim,
+            &format!("w{i}"),
+            CreateRunRequest { depends_on: vec![gate.clone()], ..Default::default() },
+        );
+    }
+    let claimed = claim(&mut sim, "w", Some(&gate), &[]);
+    let before = sim.view.entries.len();
+    finish(&mut sim, &claimed, Ending::Complete { result: json!(null) });
+    assert_eq!(indexed(&sim, Space::Queue), RELEASES_PER_WRITE, "the completion released its share");
+    assert_eq!(indexed(&sim, Space::Release), 1, "and left word that more wait");
+    assert!(sim.view.entries.len() <= before + 2, "notes dropped as runs were enqueued");
+    let mut passes = 0;
+    while sim.run(plan_release_pending) > 0 {
+        passes += 1;
+        assert!(passes < 10, "the sweeper ends");
+    }
+    assert_eq!(passes, 2, "two more bounded writes");
+    assert_eq!(indexed(&sim, Space::Queue), waiting);
+    assert_eq!((indexed(&sim, Space::Dependent), indexed(&sim, Space::Release)), (0, 0));
+
+    // A failed dependency's notes are dropped the same way, enqueueing nothing.
+    let doomed = create_with(&mut sim, "doomed", CreateRunRequest::default()).run_id;
+    for i in 0..RELEASES_PER_WRITE + 1 {
+        create_with(
+            &mut sim,
+            &format!("v{i}"),
+            CreateRunRequest { depends_on: vec![doomed.clone()], ..Default::default() },
+        );
+    }
+    let claimed = claim(&mut sim, "w", Some(&doomed), &[]);
+    finish(&mut sim, &claimed, Ending::Fail { error: "no".into(), retryable: false, retry_delay_millis: 0 });
+    let passes = (0..10).take_while(|_| sim.run(plan_release_pending) > 0).count();
+    assert!(passes < 10, "the sweeper ends");
+    assert_eq!((indexed(&sim, Space::Dependent), indexed(&sim, Space::Release)), (0, 0));
+    assert_eq!(indexed(&sim, Space::Queue), waiting, "none of them queued");
+}
+
 #[test]
 fn runs_behind_a_dependency_that_fails_or_is_cancelled_never_enter_the_claim_order() {
     let mut sim = Sim::new();

@@ -153,6 +153,7 @@ macro_rules! conformance_suite {
             queues_deliver_at_least_once_with_receipts,
             coordination_records_are_listed_by_name,
             runs_wait_for_their_dependencies,
+            the_sweeper_releases_what_a_completion_left_waiting,
             workflow_lifecycle,
             sessions_keep_every_version,
             reset_wipes_but_revisions_continue,

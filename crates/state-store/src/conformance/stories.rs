@@ -693,6 +693,79 @@ pub async fn coordination_records_are_listed_by_name(backend: &dyn BackendFactor
     assert_eq!(shown, [("/other", 1), ("/repo", 2)]);
 }
 
+/// A completion releases a bounded number of the runs waiting on it; the engine's own upkeep
+/// releases the rest, so every one of them becomes claimable without anyone asking.
+/// How many records the store keeps under these spaces.
+struct Indexed(&'static [state_core::keyspace::Space]);
+
+impl state_core::plan::Query for Indexed {
+    type Output = usize;
+
+    fn read<V: state_core::view::StateView + ?Sized>(
+        &self,
+        view: &V,
+        _: state_core::UnixMillis,
+    ) -> Result<usize, V::Error> {
+        let mut found = 0;
+        for space in self.0 {
+            view.scan(&state_core::keyspace::prefix(*space), None, &mut |_| {
+                found += 1;
+                true
+            })?;
+        }
+        Ok(found)
+    }
+}
+
+pub async fn the_sweeper_releases_what_a_completion_left_waiting(backend: &dyn BackendFactory) {
+    use state_core::keyspace::Space;
+    use state_core::ops::workflow::{ClaimRequest, ClaimStatus, CompleteRequest, CreateRunRequest};
+    use state_core::workflow::RELEASES_PER_WRITE;
+    let config = EngineConfig { sweep_interval: std::time::Duration::from_millis(10), ..EngineConfig::default() };
+    let s = Store::with_config(backend, config);
+    let _upkeep = s.engine.start_maintenance();
+    let create =
+        |name: &str, depends_on: Vec<String>| CreateRunRequest { name: name.into(), depends_on, ..Default::default() };
+    let gate = s.engine.workflow_create(create("gate", Vec::new())).await.unwrap().run_id;
+    let waiting = RELEASES_PER_WRITE + 44;
+    // Sent at once, so the writer commits them in a few batches (PostgreSQL's commits are slow).
+    let creates = (0..waiting).map(|_| s.engine.workflow_create(create("after", vec![gate.clone()])));
+    for created in futures_util::future::join_all(creates).await {
+        created.unwrap();
+    }
+    let claim = |name: &str| ClaimRequest {
+        agent_id: "w".into(),
+        lease_ttl_seconds: Some(60.0),
+        run_id: None,
+        tags: Default::default(),
+        name: Some(name.into()),
+        request_id: None,
+    };
+    let held = s.engine.workflow_claim(claim("gate")).await.unwrap();
+    let complete = CompleteRequest {
+        run_id: gate,
+        agent_id: "w".into(),
+        token: held.token.unwrap(),
+        result: json!(1),
+        request_id: None,
+    };
+    s.engine.workflow_complete(complete).await.unwrap();
+    // Claims would not show when the last run was released (a claim takes the first in the
+    // order), so the test reads how many runs the order holds, then claims one of the last.
+    let mut queued = 0;
+    for _ in 0..1_000 {
+        queued = s.engine.query(Indexed(&[Space::Queue])).await.unwrap();
+        if queued == waiting {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(queued, waiting, "every waiting run entered the claim order");
+    let leftovers = s.engine.query(Indexed(&[Space::Dependent, Space::Release])).await.unwrap();
+    assert_eq!(leftovers, 0, "no note or release record left behind");
+    assert_eq!(s.engine.workflow_claim(claim("after")).await.unwrap().status, ClaimStatus::Claimed);
+}
+
 pub async fn runs_wait_for_their_dependencies(backend: &dyn BackendFactory) {
     use state_core::ops::workflow::{
         ClaimRequest, ClaimStatus, CompleteRequest, CreateRunRequest, CreateStatus, RunStatusRequest,

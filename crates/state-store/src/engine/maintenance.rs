@@ -1,5 +1,6 @@
 //! Background upkeep: sweep expired keys (so history records their expiry and disk space is
-//! reclaimed) and compact history beyond the retention window. Both go through the writer
+//! reclaimed), release the runs left waiting on a finished run with many dependents, and
+//! compact history beyond the retention window. Both go through the writer
 //! queue like any other write.
 
 use std::sync::Weak;
@@ -30,7 +31,7 @@ pub(super) fn spawn(engine: Weak<Inner>, config: EngineConfig) -> MaintenanceHan
             // Holding only a weak reference lets the engine shut down while we sleep.
             let Some(inner) = engine.upgrade() else { return };
             let engine = Engine { inner };
-            if sweep(&engine).await.is_err() {
+            if sweep(&engine).await.is_err() || release(&engine).await.is_err() {
                 return; // closed
             }
             if let Some(keep) = config.history_retention {
@@ -54,6 +55,22 @@ async fn sweep(engine: &Engine) -> Result<(), EngineError> {
             Err(EngineError::Closed) => return Err(EngineError::Closed),
             Err(error) => {
                 tracing::warn!(%error, "expiry sweep failed; will retry");
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Releases the runs left waiting on finished runs until none is left. `Err` only when the
+/// engine has been closed.
+async fn release(engine: &Engine) -> Result<(), EngineError> {
+    loop {
+        match engine.release_dependents().await {
+            Ok(0) => return Ok(()),
+            Ok(_) => continue,
+            Err(EngineError::Closed) => return Err(EngineError::Closed),
+            Err(error) => {
+                tracing::warn!(%error, "releasing waiting runs failed; will retry");
                 return Ok(());
             }
         }

@@ -527,6 +527,13 @@ impl Engine {
         .await
     }
 
+    /// Releases runs still waiting on finished runs beyond what the finishing write released
+    /// itself (see `state_core::workflow::RELEASES_PER_WRITE`). Returns how many finished runs
+    /// it worked on; 0 when none is left.
+    pub async fn release_dependents(&self) -> Result<usize, EngineError> {
+        self.plan(None, |view, ctx| workflow::plan_release_pending(view, ctx)).await
+    }
+
     /// Drops history through revision `through` (capped at the current revision). Returns
     /// the new compacted revision.
     pub async fn compact_history(&self, through: u64) -> Result<u64, EngineError> {
