@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 use state_core::idempotency::Mutating;
+use state_core::ops::NameListRequest;
 use state_store::EngineError;
 
 use state_compat::{agentcheckpoint as ac, caxton as cx, goldfish as gf, sage as sg, sidecar as sc};
@@ -36,16 +37,16 @@ use state_core::ops::lease::{
     ReleaseRequest, RenewRequest,
 };
 use state_core::ops::queue::{
-    QueueAckRequest, QueueListRequest, QueueListResult, QueueNackRequest, QueuePeekRequest, QueuePeekResult,
-    QueueReceiveRequest, QueueReceiveResult, QueueSendRequest, QueueSendResult, QueueSettleResult,
+    QueueAckRequest, QueueListResult, QueueNackRequest, QueuePeekRequest, QueuePeekResult, QueueReceiveRequest,
+    QueueReceiveResult, QueueSendRequest, QueueSendResult, QueueSettleResult,
 };
 use state_core::ops::reservation::{
     PathCheckRequest, PathCheckResult, ReservationListRequest, ReservationListResult, ReservationReleaseRequest,
-    ReservationRenewRequest, ReservationResult, ReserveRequest, ReserveResult, ScopeListRequest, ScopeListResult,
+    ReservationRenewRequest, ReservationResult, ReserveRequest, ReserveResult, ScopeListResult,
 };
 use state_core::ops::semaphore::{
     PermitResult, SemaphoreAcquireRequest, SemaphoreAcquireResult, SemaphoreGetRequest, SemaphoreGetResult,
-    SemaphoreListRequest, SemaphoreListResult, SemaphoreReleaseRequest, SemaphoreRenewRequest,
+    SemaphoreListResult, SemaphoreReleaseRequest, SemaphoreRenewRequest,
 };
 use state_core::ops::session::{
     SessionListRequest, SessionListResult, SessionRestoreRequest, SessionRestoreResult, SessionSaveRequest,
@@ -900,7 +901,7 @@ static SPECS: [OperationSpec; 95] = [
         "List semaphores",
         Semaphore,
         ReadOnly,
-        SemaphoreListRequest => SemaphoreListResult,
+        NameListRequest => SemaphoreListResult,
         engine: semaphore_list,
         needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
         rest: rest(Get, "/v1/semaphores", RestBody::None, Plain),
@@ -978,7 +979,7 @@ static SPECS: [OperationSpec; 95] = [
         "List reservation scopes",
         Paths,
         ReadOnly,
-        ScopeListRequest => ScopeListResult,
+        NameListRequest => ScopeListResult,
         engine: paths_scopes,
         needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
         rest: rest(Get, "/v1/paths/scopes", RestBody::None, Plain),
@@ -1056,7 +1057,7 @@ static SPECS: [OperationSpec; 95] = [
         "List queues",
         Queue,
         ReadOnly,
-        QueueListRequest => QueueListResult,
+        NameListRequest => QueueListResult,
         engine: queue_list,
         needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
         rest: rest(Get, "/v1/queues:list", RestBody::None, Plain),

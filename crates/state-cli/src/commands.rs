@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use state_api::catalog::Operation;
+use state_core::ops::NameListRequest;
 use state_core::ops::checkpoint::{
     CheckpointRestoreRequest, CheckpointSaveRequest, CheckpointSearchRequest, CheckpointTimelineRequest, TimelineFormat,
 };
@@ -20,14 +21,13 @@ use state_core::ops::knowledge::{
 use state_core::ops::kv::{DeleteRequest, GetRequest, ListRequest, SetRequest};
 use state_core::ops::lease::{AcquireRequest, LeaseGetRequest, LeaseListRequest, ReleaseRequest, RenewRequest};
 use state_core::ops::queue::{
-    QueueAckRequest, QueueListRequest, QueueNackRequest, QueuePeekRequest, QueueReceiveRequest, QueueSendRequest,
+    QueueAckRequest, QueueNackRequest, QueuePeekRequest, QueueReceiveRequest, QueueSendRequest,
 };
 use state_core::ops::reservation::{
     PathCheckRequest, ReservationListRequest, ReservationReleaseRequest, ReservationRenewRequest, ReserveRequest,
-    ScopeListRequest,
 };
 use state_core::ops::semaphore::{
-    SemaphoreAcquireRequest, SemaphoreGetRequest, SemaphoreListRequest, SemaphoreReleaseRequest, SemaphoreRenewRequest,
+    SemaphoreAcquireRequest, SemaphoreGetRequest, SemaphoreReleaseRequest, SemaphoreRenewRequest,
 };
 use state_core::ops::session::{SessionListRequest, SessionRestoreRequest, SessionSaveRequest};
 use state_core::ops::txn::TxnRequest;
@@ -141,9 +141,10 @@ pub(crate) enum Command {
     /// a key that differs here is reported (exit 4), never overwritten. Safe to run again
     Import(crate::transfer::ImportArgs),
     /// Browse the store interactively: keys by prefix, entries, history diffs, workflows,
-    /// leases and checkpoints, updated live (q quits, ? helps)
+    /// leases, checkpoints, semaphores, queues and path reservations, updated live (q quits, ?
+    /// helps)
     Tui {
-        /// Only keys and leases under this prefix (a token scoped to a prefix can see only that)
+        /// Only what is under this prefix (a token scoped to a prefix can see only that)
         #[arg(default_value = "")]
         prefix: String,
     },
@@ -825,7 +826,7 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
             }
             SemaphoreCommand::Get { name } => typed(Op::SemaphoreGet, SemaphoreGetRequest { name: name.clone() }),
             SemaphoreCommand::Ls { prefix } => {
-                typed(Op::SemaphoreList, SemaphoreListRequest { prefix: prefix.clone(), ..Default::default() })
+                typed(Op::SemaphoreList, NameListRequest { prefix: prefix.clone(), ..Default::default() })
             }
         },
         Command::Paths(paths) => match paths {
@@ -864,7 +865,7 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 typed(Op::PathsList, ReservationListRequest { scope: scope.clone(), holder_id: holder.clone() })
             }
             PathsCommand::Scopes { prefix } => {
-                typed(Op::PathsScopes, ScopeListRequest { prefix: prefix.clone(), ..Default::default() })
+                typed(Op::PathsScopes, NameListRequest { prefix: prefix.clone(), ..Default::default() })
             }
             PathsCommand::Check { scope, path, holder } => {
                 let request = PathCheckRequest { scope: scope.clone(), holder_id: holder.clone(), path: path.clone() };
@@ -919,7 +920,7 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 typed(Op::QueuePeek, QueuePeekRequest { queue: queue.clone(), limit: *limit })
             }
             QueueCommand::Ls { prefix } => {
-                typed(Op::QueueList, QueueListRequest { prefix: prefix.clone(), ..Default::default() })
+                typed(Op::QueueList, NameListRequest { prefix: prefix.clone(), ..Default::default() })
             }
         },
         Command::Workflow(workflow) => match workflow {

@@ -38,8 +38,8 @@ use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriterExt};
 
 use crate::commands::Command;
 
-/// Read and change the state store from the shell: keys, leases, workflow runs, sessions,
-/// checkpoints and knowledge.
+/// Read and change the state store from the shell: keys, leases, semaphores, path
+/// reservations, queues, workflow runs, sessions, checkpoints and knowledge.
 ///
 /// By default statectl joins the owner of the local database (--db, STATE_DB; starting one
 /// if none is running), so it works beside running agents. With --server it talks to a

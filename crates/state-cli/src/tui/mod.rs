@@ -22,13 +22,14 @@ use serde_json::Value;
 use state_api::catalog::Operation;
 use state_api::{Api, ErrorCode};
 use state_core::UnixMillis;
+use state_core::ops::NameListRequest;
 use state_core::ops::checkpoint::{CheckpointTimelineRequest, TimelineFormat};
 use state_core::ops::history::{HistoryOp, HistoryRequest, HistoryResult};
 use state_core::ops::kv::{BatchGetRequest, BatchGetResult, GetRequest, GetResult, ListRequest, ListResult};
 use state_core::ops::lease::{LeaseListRequest, LeaseListResult};
-use state_core::ops::queue::{QueueListRequest, QueueListResult};
-use state_core::ops::reservation::{ScopeListRequest, ScopeListResult};
-use state_core::ops::semaphore::{SemaphoreListRequest, SemaphoreListResult};
+use state_core::ops::queue::QueueListResult;
+use state_core::ops::reservation::ScopeListResult;
+use state_core::ops::semaphore::SemaphoreListResult;
 use state_core::ops::watch::{WatchBatch, WatchRequest};
 use state_core::ops::workflow::{ListRunsRequest, ListRunsResult, ResumeResult, RunRequest};
 use state_core::time::parse_rfc3339;
@@ -283,9 +284,9 @@ async fn call<T: DeserializeOwned>(api: &Api, op: Operation, request: impl Seria
 
 /// The semaphores, queues and reservation scopes under `scope`: the first 1,000 of each.
 async fn coordination(api: &Api, scope: &str) -> Result<Coordination, String> {
-    let semaphores = SemaphoreListRequest { prefix: scope.to_owned(), limit: Some(1000), cursor: None };
-    let queues = QueueListRequest { prefix: scope.to_owned(), limit: Some(1000), cursor: None };
-    let scopes = ScopeListRequest { prefix: scope.to_owned(), limit: Some(1000), cursor: None };
+    let semaphores = NameListRequest { prefix: scope.to_owned(), limit: Some(1000), cursor: None };
+    let queues = NameListRequest { prefix: scope.to_owned(), limit: Some(1000), cursor: None };
+    let scopes = NameListRequest { prefix: scope.to_owned(), limit: Some(1000), cursor: None };
     Ok(Coordination {
         semaphores: call::<SemaphoreListResult>(api, Operation::SemaphoreList, semaphores).await?.semaphores,
         queues: call::<QueueListResult>(api, Operation::QueueList, queues).await?.queues,

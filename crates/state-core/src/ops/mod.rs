@@ -92,6 +92,30 @@ macro_rules! paged {
 }
 pub(crate) use paged;
 
+/// Names under a prefix, a page at a time: the listings of semaphores, queues and
+/// reservation scopes, each name with what it holds now.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NameListRequest {
+    /// Only names starting with this.
+    #[serde(default)]
+    pub prefix: String,
+    /// Names per page, 1 to 1000 (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+impl NameListRequest {
+    pub fn validate(&self) -> Result<(), crate::InvalidInput> {
+        crate::key::validate_prefix("prefix", &self.prefix)?;
+        self.validate_page()
+    }
+}
+
+paged!(NameListRequest);
+
 /// Keeps an explicit JSON `null` as `Some(Value::Null)`, so "the value null" and "no value"
 /// stay distinct in optional value fields.
 pub(crate) fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>

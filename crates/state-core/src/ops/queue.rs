@@ -7,9 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Paged;
 use crate::error::InvalidInput;
-use crate::key::{validate_agent_id, validate_key, validate_prefix};
+use crate::key::{validate_agent_id, validate_key};
 use crate::limits::Limits;
 use crate::time::{MAX_TTL_SECONDS, seconds_within, ttl_millis};
 
@@ -277,29 +276,6 @@ pub struct QueuePeekResult {
     pub messages: Vec<Message>,
     pub revision: u64,
 }
-
-/// Queues holding messages, by name, with their counts.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct QueueListRequest {
-    /// Only queues starting with this (`inbox/` for every agent's inbox).
-    #[serde(default)]
-    pub prefix: String,
-    /// Queues per page, 1 to 1000 (default 100).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<String>,
-}
-
-impl QueueListRequest {
-    pub fn validate(&self) -> Result<(), InvalidInput> {
-        validate_prefix("prefix", &self.prefix)?;
-        self.validate_page()
-    }
-}
-
-super::paged!(QueueListRequest);
 
 /// A queue's counts, as `queue_peek` gives them.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

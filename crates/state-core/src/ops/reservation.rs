@@ -4,10 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Paged;
 use crate::error::InvalidInput;
 use crate::glob::Glob;
-use crate::key::{validate_agent_id, validate_key, validate_prefix};
+use crate::key::{validate_agent_id, validate_key};
 use crate::time::ttl_millis;
 
 /// Most patterns in one reservation.
@@ -231,29 +230,6 @@ pub struct PathCheckResult {
     pub yours: Vec<ReservationInfo>,
     pub revision: u64,
 }
-
-/// Scopes with live reservations, by name, each with its reservations.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ScopeListRequest {
-    /// Only scopes starting with this.
-    #[serde(default)]
-    pub prefix: String,
-    /// Scopes per page, 1 to 1000 (default 100).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<String>,
-}
-
-impl ScopeListRequest {
-    pub fn validate(&self) -> Result<(), InvalidInput> {
-        validate_prefix("prefix", &self.prefix)?;
-        self.validate_page()
-    }
-}
-
-super::paged!(ScopeListRequest);
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScopeReservations {

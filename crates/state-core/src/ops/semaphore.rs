@@ -4,9 +4,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Paged;
 use crate::error::InvalidInput;
-use crate::key::{validate_agent_id, validate_key, validate_prefix};
+use crate::key::{validate_agent_id, validate_key};
 use crate::time::{seconds_within, ttl_millis};
 
 /// The most permits a semaphore may have: holders are listed in every refusal, so the list
@@ -172,29 +171,6 @@ pub struct SemaphoreGetResult {
     pub holders: Vec<PermitInfo>,
     pub revision: u64,
 }
-
-/// Semaphores with a permit held, by name.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SemaphoreListRequest {
-    /// Only names starting with this.
-    #[serde(default)]
-    pub prefix: String,
-    /// Semaphores per page, 1 to 1000 (default 100).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<String>,
-}
-
-impl SemaphoreListRequest {
-    pub fn validate(&self) -> Result<(), InvalidInput> {
-        validate_prefix("prefix", &self.prefix)?;
-        self.validate_page()
-    }
-}
-
-super::paged!(SemaphoreListRequest);
 
 /// A semaphore with a permit held.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -614,9 +614,10 @@ pub async fn queues_deliver_at_least_once_with_receipts(backend: &dyn BackendFac
 /// Semaphores, queues and reservation scopes are found by name prefix, a page of names at a
 /// time, each with what it holds now; names that only expired records mention are not.
 pub async fn coordination_records_are_listed_by_name(backend: &dyn BackendFactory) {
-    use state_core::ops::queue::{QueueListRequest, QueueReceiveRequest, QueueSendRequest};
-    use state_core::ops::reservation::{ReserveRequest, ScopeListRequest};
-    use state_core::ops::semaphore::{SemaphoreAcquireRequest, SemaphoreListRequest};
+    use state_core::ops::NameListRequest;
+    use state_core::ops::queue::{QueueReceiveRequest, QueueSendRequest};
+    use state_core::ops::reservation::ReserveRequest;
+    use state_core::ops::semaphore::SemaphoreAcquireRequest;
     let s = Store::new(backend);
     let acquire = |name: &str, holder: &str, ttl_seconds: f64| SemaphoreAcquireRequest {
         name: name.into(),
@@ -634,17 +635,17 @@ pub async fn coordination_records_are_listed_by_name(backend: &dyn BackendFactor
         s.engine.semaphore_acquire(acquire(name, holder, ttl)).await.unwrap();
     }
     s.clock.advance_millis(1_500);
-    let all = s.engine.semaphore_list(SemaphoreListRequest::default()).await.unwrap();
+    let all = s.engine.semaphore_list(NameListRequest::default()).await.unwrap();
     let listed: Vec<_> = all.semaphores.iter().map(|m| (m.name.as_str(), m.available, m.holders.len())).collect();
     assert_eq!(listed, [("build", 1, 2), ("build2", 2, 1)], "an expired permit holds nothing");
-    let first = s.engine.semaphore_list(SemaphoreListRequest { limit: Some(1), ..Default::default() }).await.unwrap();
+    let first = s.engine.semaphore_list(NameListRequest { limit: Some(1), ..Default::default() }).await.unwrap();
     assert_eq!(first.semaphores[0].name, "build");
     let cursor = first.next_cursor.expect("a second page");
     let second =
-        s.engine.semaphore_list(SemaphoreListRequest { limit: Some(1), cursor: Some(cursor), ..Default::default() });
+        s.engine.semaphore_list(NameListRequest { limit: Some(1), cursor: Some(cursor), ..Default::default() });
     let second = second.await.unwrap();
     assert_eq!((second.semaphores[0].name.as_str(), second.next_cursor), ("build2", None));
-    let prefixed = SemaphoreListRequest { prefix: "build2".into(), ..Default::default() };
+    let prefixed = NameListRequest { prefix: "build2".into(), ..Default::default() };
     assert_eq!(s.engine.semaphore_list(prefixed).await.unwrap().semaphores.len(), 1);
 
     let send = |queue: &str, delay_seconds: Option<f64>| QueueSendRequest {
@@ -671,7 +672,7 @@ pub async fn coordination_records_are_listed_by_name(backend: &dyn BackendFactor
         request_id: None,
     };
     s.engine.queue_receive(receive).await.unwrap();
-    let inboxes = s.engine.queue_list(QueueListRequest { prefix: "inbox/".into(), ..Default::default() }).await;
+    let inboxes = s.engine.queue_list(NameListRequest { prefix: "inbox/".into(), ..Default::default() }).await;
     let counts: Vec<_> =
         inboxes.unwrap().queues.into_iter().map(|q| (q.queue, q.visible, q.in_flight, q.delayed)).collect();
     assert_eq!(counts, [("inbox/a".to_owned(), 1, 1, 1), ("inbox/b".to_owned(), 1, 0, 0)]);
@@ -688,7 +689,7 @@ pub async fn coordination_records_are_listed_by_name(backend: &dyn BackendFactor
     for (scope, holder, pattern) in [("/repo", "a", "src/**"), ("/repo", "b", "docs/"), ("/other", "c", "*")] {
         s.engine.paths_reserve(reserve(scope, holder, pattern)).await.unwrap();
     }
-    let scopes = s.engine.paths_scopes(ScopeListRequest::default()).await.unwrap().scopes;
+    let scopes = s.engine.paths_scopes(NameListRequest::default()).await.unwrap().scopes;
     let shown: Vec<_> = scopes.iter().map(|sc| (sc.scope.as_str(), sc.reservations.len())).collect();
     assert_eq!(shown, [("/other", 1), ("/repo", 2)]);
 }

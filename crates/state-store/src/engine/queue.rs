@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use state_core::idempotency::Once;
-use state_core::ops::Paged;
 use state_core::ops::history::HistoryKind;
 use state_core::ops::queue::{
-    QueueAckRequest, QueueListRequest, QueueListResult, QueueNackRequest, QueuePeekRequest, QueuePeekResult,
-    QueueReceiveRequest, QueueReceiveResult, QueueSendRequest, QueueSendResult, QueueSettleResult, ReceiveStatus,
+    QueueAckRequest, QueueListResult, QueueNackRequest, QueuePeekRequest, QueuePeekResult, QueueReceiveRequest,
+    QueueReceiveResult, QueueSendRequest, QueueSendResult, QueueSettleResult, ReceiveStatus,
 };
+use state_core::ops::{NameListRequest, Paged};
 use state_core::queue::{self, Outgoing};
 use tokio::time::Instant;
 
@@ -88,7 +88,7 @@ impl Engine {
         .await
     }
 
-    pub async fn queue_list(&self, req: QueueListRequest) -> Result<QueueListResult, EngineError> {
+    pub async fn queue_list(&self, req: NameListRequest) -> Result<QueueListResult, EngineError> {
         req.validate()?;
         self.read(ReadCost::Scan, move |txn, now| {
             let (page, after) = (req.page_size()?, req.start_after()?);

@@ -1,11 +1,11 @@
 //! Path reservations: the engine verbs over `state_core::reservation`.
 
 use state_core::idempotency::Once;
-use state_core::ops::Paged;
 use state_core::ops::reservation::{
     PathCheckRequest, PathCheckResult, ReservationListRequest, ReservationListResult, ReservationReleaseRequest,
-    ReservationRenewRequest, ReservationResult, ReserveRequest, ReserveResult, ScopeListRequest, ScopeListResult,
+    ReservationRenewRequest, ReservationResult, ReserveRequest, ReserveResult, ScopeListResult,
 };
+use state_core::ops::{NameListRequest, Paged};
 use state_core::reservation::{self, Wanted};
 
 use super::view::TxnView;
@@ -62,7 +62,7 @@ impl Engine {
         .await
     }
 
-    pub async fn paths_scopes(&self, req: ScopeListRequest) -> Result<ScopeListResult, EngineError> {
+    pub async fn paths_scopes(&self, req: NameListRequest) -> Result<ScopeListResult, EngineError> {
         req.validate()?;
         self.read(ReadCost::Scan, move |txn, now| {
             let (page, after) = (req.page_size()?, req.start_after()?);

@@ -5,12 +5,12 @@
 use std::time::Duration;
 
 use state_core::idempotency::Once;
-use state_core::ops::Paged;
 use state_core::ops::history::HistoryKind;
 use state_core::ops::semaphore::{
     PermitResult, SemaphoreAcquireRequest, SemaphoreAcquireResult, SemaphoreGetRequest, SemaphoreGetResult,
-    SemaphoreListRequest, SemaphoreListResult, SemaphoreReleaseRequest, SemaphoreRenewRequest, SemaphoreStatus,
+    SemaphoreListResult, SemaphoreReleaseRequest, SemaphoreRenewRequest, SemaphoreStatus,
 };
+use state_core::ops::{NameListRequest, Paged};
 use state_core::semaphore;
 use tokio::time::Instant;
 
@@ -71,7 +71,7 @@ impl Engine {
             .await
     }
 
-    pub async fn semaphore_list(&self, req: SemaphoreListRequest) -> Result<SemaphoreListResult, EngineError> {
+    pub async fn semaphore_list(&self, req: NameListRequest) -> Result<SemaphoreListResult, EngineError> {
         req.validate()?;
         self.read(ReadCost::Scan, move |txn, now| {
             let (page, after) = (req.page_size()?, req.start_after()?);
