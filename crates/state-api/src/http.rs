@@ -3,6 +3,7 @@
 //! [`Reply`]. A mutating call carries an idempotency key, so a call whose answer was lost (a
 //! server restart, a dropped connection) is resent until it settles, and applied once.
 
+use state_store::backoff::Backoff;
 use std::time::Duration;
 
 use crate::catalog::Operation;
@@ -119,7 +120,7 @@ impl HttpRemote {
         // A server that has not answered one request in this long is stuck or unreachable
         // mid-way; the caller hears so instead of waiting forever.
         let answer_within = self.settle_timeout + settle::own_wait(op, &args);
-        let mut backoff = Duration::from_millis(20);
+        let mut backoff = Backoff::new(Duration::from_millis(20), Duration::from_secs(1));
         let mut sent = false;
         loop {
             let answer = tokio::time::timeout(answer_within, self.send(&url, &body, request_id.as_deref())).await;
@@ -138,7 +139,8 @@ impl HttpRemote {
                     return settle::unsettled(op, request_id.as_deref(), true, &why);
                 }
             };
-            if Instant::now() + backoff >= deadline {
+            tracing::debug!(op = op.name(), %problem, "retrying a call to the server");
+            if !backoff.pause_before(deadline).await {
                 let why = Unreached {
                     transient: true,
                     reason: format!("no answer from {} within {:?} ({problem})", self.base, self.settle_timeout),
@@ -146,9 +148,6 @@ impl HttpRemote {
                 };
                 return settle::unsettled(op, request_id.as_deref(), sent, &why);
             }
-            tracing::debug!(op = op.name(), %problem, "retrying a call to the server");
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(1));
         }
     }
 

@@ -7,6 +7,7 @@
 //! Calls in flight are resent; a mutating call carries an idempotency key, so a write the old
 //! owner committed is answered from its record instead of applying twice.
 
+use state_store::backoff::Backoff;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::future::Future;
@@ -479,7 +480,7 @@ fn report_ending(pid: u32, ended: Result<takeover::Ended, String>) {
 async fn establish(inner: &Arc<Inner>, deadline: Instant) -> Result<(Arc<Connection>, bool), JoinError> {
     let config = &inner.config;
     let db = inner.rendezvous.db.clone();
-    let mut backoff = Duration::from_millis(1);
+    let mut backoff = Backoff::new(Duration::from_millis(1), Duration::from_millis(100));
     let mut started_owner = false;
     // What stood in the way last time, reported if the deadline passes.
     let mut problem;
@@ -512,8 +513,7 @@ async fn establish(inner: &Arc<Inner>, deadline: Instant) -> Result<(Arc<Connect
         }
         // Another process holds the database and is about to listen (or is opening a large
         // database after a crash): try again shortly.
-        tokio::time::sleep(backoff.min(deadline.saturating_duration_since(Instant::now()))).await;
-        backoff = (backoff * 2).min(Duration::from_millis(100));
+        backoff.pause_until(deadline).await;
     }
 }
 

@@ -6,6 +6,7 @@
 //! the contract and prove it with the conformance suite (feature `conformance`).
 
 pub mod backend;
+pub mod backoff;
 mod clock;
 #[cfg(feature = "conformance")]
 pub mod conformance;

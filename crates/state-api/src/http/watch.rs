@@ -2,6 +2,7 @@
 //! stream is reopened with `Last-Event-ID` set to the last revision delivered, so changes are
 //! neither missed nor repeated across a server restart.
 
+use state_store::backoff::Backoff;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -102,14 +103,15 @@ impl HttpWatch {
     async fn open(&self, resume_after: Option<u64>) -> Result<(EventStream, u64), ApiError> {
         let remote = &self.remote;
         let deadline = Instant::now() + remote.settle_timeout;
-        let mut backoff = Duration::from_millis(20);
+        let mut backoff = Backoff::new(Duration::from_millis(20), Duration::from_secs(1));
         loop {
             let problem = match self.connect(resume_after).await {
                 Ok(opened) => return Ok(opened),
                 Err(Attempt::Refused(error)) => return Err(error),
                 Err(Attempt::Retry(problem)) => problem,
             };
-            if Instant::now() + backoff >= deadline {
+            tracing::debug!(%problem, "reopening a watch stream");
+            if !backoff.pause_before(deadline).await {
                 return Err(ApiError::new(
                     ErrorCode::Unavailable,
                     format!(
@@ -118,9 +120,6 @@ impl HttpWatch {
                     ),
                 ));
             }
-            tracing::debug!(%problem, "reopening a watch stream");
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(1));
         }
     }
 

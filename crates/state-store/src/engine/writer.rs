@@ -24,6 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::view::TxnView;
 use super::watch::Feed;
 use crate::backend::{Backend, Order, ReadTxn, WriteTxn};
+use crate::backoff::Backoff;
 use crate::clock::Clock;
 use crate::error::{EngineError, StorageError};
 
@@ -328,7 +329,7 @@ fn commit_with_retries(
     stats: &WriterStats,
     feed: &Feed,
 ) -> Result<(), StorageError> {
-    let mut backoff = FIRST_BACKOFF;
+    let mut backoff = Backoff::new(FIRST_BACKOFF, Duration::from_millis(200));
     let mut attempt = 1;
     loop {
         // Events are copied for watchers only while there are any; a watcher that arrives
@@ -344,8 +345,7 @@ fn commit_with_retries(
                 tracing::warn!(%reason, attempt, commands = batch.len(), "write batch hit a transient failure; retrying");
                 stats.retries.fetch_add(1, Ordering::Relaxed);
                 // The writer thread has nothing else to do until this batch is settled.
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(Duration::from_millis(200));
+                std::thread::sleep(backoff.next_pause());
                 attempt += 1;
             }
             Err(error) => return Err(error),

@@ -5,6 +5,7 @@
 //! missed from the history table, which is the truth. So after every (re)connect the revision
 //! is read at once, and a timer reads it again now and then whatever the doorbell says.
 
+use crate::backoff::Backoff;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -38,7 +39,7 @@ pub(super) fn spawn(backend: &PostgresBackend, on_commit: Box<dyn Fn(u64) + Send
             let client = pooled(&pool).await.ok()?;
             meta_of(&client.query(&sql.read_meta, &[]).await.ok()?).ok().map(|(revision, _, _)| revision)
         };
-        let mut backoff = Duration::from_millis(100);
+        let mut backoff = Backoff::new(Duration::from_millis(100), MAX_BACKOFF);
         loop {
             let interval = match mode {
                 FollowMode::Poll(every) => every,
@@ -80,11 +81,10 @@ pub(super) fn spawn(backend: &PostgresBackend, on_commit: Box<dyn Fn(u64) + Send
                 if let Some(revision) = read_revision().await {
                     on_commit(revision);
                 }
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+                tokio::time::sleep(backoff.next_pause()).await;
                 continue;
             }
-            backoff = Duration::from_millis(100);
+            backoff.reset();
             let (_client, mut doorbell) = match listener {
                 Some((client, rx)) => (Some(client), Some(rx)),
                 None => (None, None),
