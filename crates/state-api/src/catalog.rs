@@ -1072,7 +1072,14 @@ static SPECS: [OperationSpec; 95] = [
         Write,
         CreateRunRequest => CreateRunResult,
         engine: workflow_create,
-        needs: |r| vec![Need::Id(r.name.clone(), Write)],
+        // A dependency is read (its outcome shows in waiting_on and blocked_by), and a
+        // concurrency key is a name shared with every run that gives it: both are someone's.
+        needs: |r| {
+            let mut needs = vec![Need::Id(r.name.clone(), Write)];
+            needs.extend(r.depends_on.iter().map(|run| Need::Run(run.clone(), Read)));
+            needs.extend(r.concurrency_key.iter().map(|key| Need::Id(key.clone(), Write)));
+            needs
+        },
         rest: rest(Post, "/v1/workflows", RestBody::Args, Plain),
         cli: Cli::Command("workflow create"),
         "Register a run (name, tags, input, max_attempts) for a worker to claim; returns a time-ordered run_id."

@@ -39,7 +39,7 @@ pub enum Space {
     Message,
     /// A queue's dedupe key, naming the message that carries it.
     MessageDedupe,
-    /// A run's dedupe key, naming the run that carries it.
+    /// A run's dedupe key, under the run's name, naming the run that carries it.
     RunDedupe,
     /// Index of unfinished runs with a priority that wait on no dependency, highest first,
     /// then in creation order (runs of priority 0 stay in `Queue`, as stores written before
@@ -236,8 +236,10 @@ pub fn queued_run_id(raw: &str) -> &str {
     }
 }
 
-pub fn run_dedupe_key(dedupe_key: &str) -> String {
-    key(Space::RunDedupe, dedupe_key)
+/// A dedupe key belongs to the runs of one name: runs of other names (another tenant's) never
+/// meet it.
+pub fn run_dedupe_key(name: &str, dedupe_key: &str) -> String {
+    format!("{}{name}{SEP}{dedupe_key}", prefix(Space::RunDedupe))
 }
 
 pub fn claim_key(run_id: &str) -> String {

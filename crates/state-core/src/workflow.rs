@@ -388,7 +388,7 @@ pub fn plan_create<V: StateView + ?Sized>(
     req: &CreateRunRequest,
     ctx: &WriteContext,
 ) -> Result<Plan<CreateRunResult>, V::Error> {
-    let dedupe_index = req.dedupe_key.as_deref().map(keyspace::run_dedupe_key);
+    let dedupe_index = req.dedupe_key.as_deref().map(|key| keyspace::run_dedupe_key(&req.name, key));
     if let Some(index) = &dedupe_index
         && let Some(entry) = view.get(index)?
         && let Some(existing) = entry.value.get("run_id").and_then(Value::as_str)

@@ -85,6 +85,16 @@ fn coordination_records_belong_to_the_prefix_of_their_name() {
     assert!(!allowed(a, QueueSend, json!({"queue": "team-b/inbox", "body": 1})), "another tenant's inbox");
     assert!(!allowed(a, QueueReceive, json!({"queue": "team-b/inbox", "consumer_id": "c"})));
     assert!(!allowed(a, QueuePeek, json!({"queue": "team-b/inbox.dead"})), "nor its dead letters");
+    let create = |extra: serde_json::Value| {
+        let mut args = json!({"name": "team-a/job"});
+        args.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        args
+    };
+    assert!(allowed(a, WorkflowCreate, create(json!({"concurrency_key": "team-a/gpu"}))));
+    assert!(
+        !allowed(a, WorkflowCreate, create(json!({"concurrency_key": "gpu"}))),
+        "a concurrency key outside the token's prefixes would throttle other tenants' runs"
+    );
     assert!(allowed(a, QueueList, json!({"prefix": "team-a/"})));
     assert!(!allowed(a, QueueList, json!({})), "listing every queue reads other tenants' names");
     assert!(!allowed(a, SemaphoreList, json!({"prefix": "team-b/"})));

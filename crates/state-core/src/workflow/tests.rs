@@ -583,6 +583,9 @@ fn a_dedupe_key_returns_the_unfinished_run_and_frees_once_it_finished() {
     let after = create_with(&mut sim, "nightly", keyed());
     assert_eq!(after.status, CreateStatus::Ok, "a finished run no longer dedupes");
     assert_ne!(after.run_id, first.run_id);
+    // Another name (another tenant's, say) never meets this name's dedupe keys.
+    let theirs = create_with(&mut sim, "team-b/nightly", keyed());
+    assert_eq!(theirs.status, CreateStatus::Ok, "same key, other name: its own run");
 }
 
 /// A random DAG of 50 runs drained by claims in a random interleaving: a run is only ever

@@ -252,6 +252,14 @@ fn a_scoped_token_learns_nothing_of_other_tenants_or_of_the_store() {
     let refused = a.get(&format!("/v1/workflows/{run_id}")).unwrap();
     let body = problem(&refused, 403, "forbidden");
     assert!(!refused.text().contains("payroll") && !refused.text().contains("team-b"), "{body}");
+    // Depending on another tenant's run would read its outcome through waiting_on and
+    // blocked_by; a dedupe key shared with its runs would hand back its run id and name.
+    let depends = json!({"name": "team-a/after-payroll", "depends_on": [run_id]});
+    problem(&a.json("POST", "/v1/workflows", &depends).unwrap(), 403, "forbidden");
+    let keyed = |name: &str| json!({"name": name, "dedupe_key": "nightly"});
+    expect(&admin.json("POST", "/v1/workflows", &keyed("team-b/nightly-export")).unwrap(), 200);
+    let mine = expect(&a.json("POST", "/v1/workflows", &keyed("team-a/nightly")).unwrap(), 200);
+    assert_eq!(mine["status"], "ok", "another tenant's run with the same dedupe key is not a duplicate: {mine}");
 
     let health = expect(&a.get("/v1/health").unwrap(), 200);
     for store_wide in ["keys", "owner", "database_bytes", "writes"] {
