@@ -81,6 +81,27 @@ impl Glob {
     /// Whether some path matches both patterns (or the check ran past its budget, when it
     /// answers yes: a reservation is refused rather than the writer stalled).
     pub fn overlaps(&self, other: &Glob) -> bool {
+        let mut budget = OVERLAP_STEPS;
+        self.overlaps_within(other, &mut budget)
+    }
+
+    /// Like [`Glob::overlaps`], spending its steps from `budget`, shared by every pair one
+    /// request checks: 32 crafted patterns against many reservations cost the budget once,
+    /// not once per pair. With the budget spent, the answer is yes without looking.
+    pub fn overlaps_within(&self, other: &Glob, budget: &mut usize) -> bool {
+        let allowed = (*budget).min(OVERLAP_STEPS);
+        let mut steps = 0usize;
+        let overlap = self.walk_both(other, allowed, &mut steps);
+        *budget = budget.saturating_sub(steps);
+        overlap
+    }
+
+    /// The product walk: true once both patterns can end together, or once `steps` passes
+    /// `allowed`.
+    fn walk_both(&self, other: &Glob, allowed: usize, steps: &mut usize) -> bool {
+        if allowed == 0 {
+            return true;
+        }
         // Characters that could make the two differ: every literal of either, the separator,
         // and one character that is none of those (what `?` and `*` match besides).
         let mut alphabet: BTreeSet<char> = self.literals().chain(other.literals()).collect();
@@ -98,13 +119,12 @@ impl Glob {
                 }
             }
         }
-        let mut steps = 0usize;
         while let Some((i, j)) = todo.pop() {
             if i == self.tokens.len() && j == other.tokens.len() {
                 return true;
             }
-            steps += alphabet.len();
-            if steps > OVERLAP_STEPS {
+            *steps += alphabet.len();
+            if *steps > allowed {
                 return true;
             }
             for &c in &alphabet {
@@ -113,6 +133,7 @@ impl Glob {
                     continue;
                 }
                 let theirs = other.closure(other.step(j, c).collect());
+                *steps += mine.len() * theirs.len();
                 for &a in &mine {
                     for &b in &theirs {
                         if seen.insert((a, b)) {

@@ -90,13 +90,19 @@ fn live_under<V: StateView + ?Sized>(
     live_records(view, prefix, now)
 }
 
-/// The pairs of (wanted, theirs) patterns some path matches both of.
-fn overlapping(wanted: &Wanted<'_>, theirs: &ReservationRecord) -> Vec<[String; 2]> {
+/// Steps of overlap checking one reservation request may take in all, against every
+/// reservation of its scope: the writer's time one request can cost. Past it, the pairs left
+/// are taken to overlap and the request is refused.
+pub const OVERLAP_STEPS_PER_REQUEST: usize = 1_000_000;
+
+/// The pairs of (wanted, theirs) patterns some path matches both of (or that could not be
+/// told apart within what is left of `budget`).
+fn overlapping(wanted: &Wanted<'_>, theirs: &ReservationRecord, budget: &mut usize) -> Vec<[String; 2]> {
     let their_globs = theirs.globs();
     let mut pairs = Vec::new();
     for (mine, glob) in wanted.patterns.iter().zip(wanted.globs) {
         for (other, other_glob) in &their_globs {
-            if glob.overlaps(other_glob) {
+            if glob.overlaps_within(other_glob, budget) {
                 pairs.push([mine.clone(), other.clone()]);
             }
         }
@@ -111,11 +117,12 @@ pub fn plan_reserve<V: StateView + ?Sized>(
     ctx: &WriteContext,
 ) -> Result<Plan<ReserveResult>, V::Error> {
     let mut conflicts = Vec::new();
+    let mut budget = OVERLAP_STEPS_PER_REQUEST;
     for (entry, theirs) in live_under(view, &keyspace::reservation_prefix(wanted.scope), ctx.now)? {
         if theirs.holder == wanted.holder_id || !(theirs.exclusive || wanted.exclusive) {
             continue;
         }
-        let overlapping = overlapping(wanted, &theirs);
+        let overlapping = overlapping(wanted, &theirs, &mut budget);
         if !overlapping.is_empty() {
             conflicts.push(ReservationConflict { reservation: theirs.info(&entry), overlapping });
         }

@@ -79,3 +79,31 @@ fn a_crafted_pair_costs_a_refusal_not_the_writers_time() {
     assert!(glob(&a).overlaps(&glob(&b)), "past its budget, a check answers that they overlap");
     assert!(!glob("*a*X").overlaps(&glob("*a*Y")), "a small pair is still decided exactly");
 }
+
+#[test]
+fn one_budget_bounds_every_pair_a_request_checks() {
+    // An attacker's reservation of 32 long patterns of `**` between distinct letters, and a
+    // request of 32 more: 1,024 pairs, each of which could take a whole per-pair budget.
+    let letters: Vec<char> = ('a'..='z').chain('A'..='Z').chain('0'..='9').collect();
+    let crafted = |offset: usize| {
+        let pattern: String = (0..86).map(|i| format!("**{}", letters[(offset + i) % letters.len()])).collect();
+        glob(&pattern[..super::MAX_PATTERN_BYTES])
+    };
+    let theirs: Vec<Glob> = (0..32).map(crafted).collect();
+    let wanted: Vec<Glob> = (5..37).map(crafted).collect();
+    let mut budget = 1_000_000;
+    let mut pairs = 0;
+    for mine in &wanted {
+        for other in &theirs {
+            mine.overlaps_within(other, &mut budget);
+            pairs += 1;
+        }
+    }
+    assert_eq!((pairs, budget), (1024, 0), "the pairs share one budget, and spend it");
+    // With nothing left, a pair is taken to overlap without a step; with a little, two plain
+    // paths are still told apart.
+    assert!(glob("src/a.rs").overlaps_within(&glob("docs/b.md"), &mut 0));
+    let mut some = 1_000;
+    assert!(!glob("src/a.rs").overlaps_within(&glob("docs/b.md"), &mut some));
+    assert!(some < 1_000, "what a check takes is counted");
+}
