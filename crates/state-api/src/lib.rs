@@ -40,6 +40,7 @@ pub use paths::{
 };
 pub use remote::{DEFAULT_HANG_TIMEOUT, JoinConfig, JoinError, Joined, OwnerLauncher};
 pub use reply::{ApiError, ErrorCode, Outcome, Reply};
+pub use settle::longest_own_wait;
 pub use state_store::backend::postgres::{FollowMode, PostgresOptions};
 pub use watch::Watcher;
 pub use wire::{Settings, WIRE_VERSION, Welcome};

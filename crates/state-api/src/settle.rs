@@ -71,6 +71,18 @@ pub(crate) fn unsettled(op: Operation, request_id: Option<&str>, sent: bool, why
     Reply::error(ApiError::new(code, message))
 }
 
+/// The longest `op` may wait before answering on purpose (a long poll, a bounded wait for a
+/// permit, a message or a run's end): what a server's request timeout must allow on top.
+pub fn longest_own_wait(op: Operation) -> Duration {
+    use state_core::ops::watch::MAX_WAIT_SECONDS;
+    match op {
+        Operation::StateWatch | Operation::SemaphoreAcquire | Operation::QueueReceive | Operation::WorkflowStatus => {
+            Duration::from_secs_f64(MAX_WAIT_SECONDS)
+        }
+        _ => Duration::ZERO,
+    }
+}
+
 /// How long `op` itself may wait before answering: a long poll's own timeout.
 pub(crate) fn own_wait(op: Operation, args: &Value) -> Duration {
     use state_core::ops::watch::{DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS};
@@ -84,5 +96,5 @@ pub(crate) fn own_wait(op: Operation, args: &Value) -> Duration {
     if !seconds.is_finite() {
         return Duration::ZERO;
     }
-    Duration::from_secs_f64(seconds.clamp(0.0, MAX_WAIT_SECONDS))
+    Duration::from_secs_f64(seconds.clamp(0.0, MAX_WAIT_SECONDS)).min(longest_own_wait(op))
 }

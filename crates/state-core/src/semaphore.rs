@@ -103,6 +103,9 @@ pub fn plan_acquire<V: StateView + ?Sized>(
 
     let mine = permits.iter().position(|(_, record)| record.holder == holder_id);
     let (record, action, stored) = match mine {
+        // Renewing is holding on the same terms: a holder who now states another capacity
+        // disagrees with the one in force (its own), like any newcomer would.
+        Some(_) if in_force != capacity => return Ok(refused(SemaphoreStatus::CapacityMismatch, &permits)),
         Some(index) => {
             let (entry, record) = &permits[index];
             (record.clone(), Action::LeaseRenew, Some(entry.clone()))

@@ -66,8 +66,9 @@ pub struct Config {
     pub browser: BrowserPolicy,
     /// Largest request body, for REST and /mcp alike; larger ones get 413 and change nothing.
     pub max_body_bytes: usize,
-    /// Longest time a REST request may take, its body included. Watches (`/v1/watch`, the
-    /// `state_watch` long poll) wait longer by design and are exempt.
+    /// Longest time a REST request may take, its body included, on top of what its operation
+    /// may wait on purpose (at most 55 s: a receive, an acquire, a run's end). Watches
+    /// (`/v1/watch`, the `state_watch` long poll) wait longer by design and are exempt.
     pub request_timeout: Duration,
     /// How often an idle `/v1/watch` stream gets a keep-alive comment.
     pub keep_alive: Duration,
@@ -84,12 +85,7 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
         browser: Arc::new(config.browser.clone()),
         selection: Arc::new(config.mcp.options.clone()),
     };
-    let rest = rest::router()
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            axum::http::StatusCode::REQUEST_TIMEOUT,
-            config.request_timeout,
-        ))
-        .layer(DefaultBodyLimit::max(config.max_body_bytes));
+    let rest = rest::router(config.request_timeout).layer(DefaultBodyLimit::max(config.max_body_bytes));
     // The document depends only on the catalog: generate its schemas once, not per request.
     let document = Arc::new(openapi::document(&config.mcp.options));
     let app = Router::new()

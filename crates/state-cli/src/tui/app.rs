@@ -52,6 +52,8 @@ pub(crate) struct Coordination {
     pub(crate) semaphores: Vec<SemaphoreSummary>,
     pub(crate) queues: Vec<QueueSummary>,
     pub(crate) scopes: Vec<ScopeReservations>,
+    /// Per section, in `Section` order: more exist than were read (the title says so).
+    pub(crate) truncated: [bool; 3],
 }
 
 impl Coordination {

@@ -287,10 +287,15 @@ async fn coordination(api: &Api, scope: &str) -> Result<Coordination, String> {
     let semaphores = NameListRequest { prefix: scope.to_owned(), limit: Some(1000), cursor: None };
     let queues = NameListRequest { prefix: scope.to_owned(), limit: Some(1000), cursor: None };
     let scopes = NameListRequest { prefix: scope.to_owned(), limit: Some(1000), cursor: None };
+    let semaphores = call::<SemaphoreListResult>(api, Operation::SemaphoreList, semaphores).await?;
+    let queues = call::<QueueListResult>(api, Operation::QueueList, queues).await?;
+    let scopes = call::<ScopeListResult>(api, Operation::PathsScopes, scopes).await?;
+    let truncated = [&semaphores.next_cursor, &queues.next_cursor, &scopes.next_cursor].map(Option::is_some);
     Ok(Coordination {
-        semaphores: call::<SemaphoreListResult>(api, Operation::SemaphoreList, semaphores).await?.semaphores,
-        queues: call::<QueueListResult>(api, Operation::QueueList, queues).await?.queues,
-        scopes: call::<ScopeListResult>(api, Operation::PathsScopes, scopes).await?.scopes,
+        semaphores: semaphores.semaphores,
+        queues: queues.queues,
+        scopes: scopes.scopes,
+        truncated,
     })
 }
 

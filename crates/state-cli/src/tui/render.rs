@@ -322,7 +322,9 @@ fn draw_coordination(frame: &mut Frame<'_>, app: &App, area: Rect, now: UnixMill
         if focused(section) && i == app.section_cursors[section as usize] { SELECTED } else { Style::new() }
     };
     let title = |name: &str, section: Section, rows: usize| {
-        let block = Block::bordered().title(format!(" {name} {rows} "));
+        // Only the first 1,000 names are read: say so rather than pass them for all.
+        let more = if found.truncated[section as usize] { "+ (the first; narrow with a prefix)" } else { "" };
+        let block = Block::bordered().title(format!(" {name} {rows}{more} "));
         if focused(section) {
             block.border_style(Style::new().add_modifier(Modifier::BOLD))
         } else {

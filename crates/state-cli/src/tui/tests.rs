@@ -228,6 +228,10 @@ async fn semaphores_queues_and_reservations_have_a_view_of_their_own() {
     f.app.loaded(loaded);
     assert_eq!(row_with(&screen(&mut f.app, at(90)), "inbox/reviewer"), ["inbox/reviewer", "0", "1", "1"]);
 
+    // Past the first page, the title says the list is not all there is.
+    f.app.coordination.truncated[super::app::Section::Queues as usize] = true;
+    assert_shows(&screen(&mut f.app, at(90)), &["Queues 1+ (the first; narrow with a prefix)", "Semaphores 1 "]);
+
     // Tab hands the arrows to the next table.
     assert_eq!(f.app.section, super::app::Section::Semaphores);
     press(&mut f, KeyCode::Tab).await;

@@ -66,6 +66,18 @@ pub struct SendTerms {
 impl QueueSendRequest {
     pub fn validate(&self, limits: &Limits) -> Result<SendTerms, InvalidInput> {
         validate_queue(&self.queue)?;
+        // Its dead letters go to `<queue>.dead`, which must be a name too.
+        let room = crate::limits::MAX_KEY_BYTES - DEAD_LETTER_SUFFIX.len();
+        if self.queue.len() > room {
+            return Err(InvalidInput::OutOfRange {
+                argument: "queue",
+                message: format!(
+                    "is {} bytes long; a queue is at most {room} bytes, so that its dead-letter queue `<queue>{DEAD_LETTER_SUFFIX}` fits the {}-byte name limit",
+                    self.queue.len(),
+                    crate::limits::MAX_KEY_BYTES
+                ),
+            });
+        }
         limits.check_value("body", &self.body)?;
         if let Some(key) = &self.dedupe_key {
             validate_key("dedupe_key", key)?;

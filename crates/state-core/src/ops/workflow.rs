@@ -499,6 +499,11 @@ pub struct CancelResult {
     pub revision: u64,
 }
 
+/// The largest signal value, in bytes of JSON: a run's signals (at most 100) come back whole
+/// with every claim, heartbeat and resume, so they stay approvals and short answers; a large
+/// result belongs in a key the signal names.
+pub const MAX_SIGNAL_VALUE_BYTES: usize = 64 * 1024;
+
 /// One run, by id.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -723,7 +728,9 @@ impl SignalRequest {
     pub fn validate(&self, limits: &Limits) -> Result<(), InvalidInput> {
         validate_key("run_id", &self.run_id)?;
         validate_key("name", &self.name)?;
-        limits.check_value("value", &self.value)?;
+        // Every signal comes back whole on every claim, heartbeat and resume: a small value.
+        let small = Limits { max_value_bytes: MAX_SIGNAL_VALUE_BYTES.min(limits.max_value_bytes) };
+        small.check_value("value", &self.value)?;
         if let Some(sender) = &self.sender {
             validate_agent_id("sender", sender)?;
         }

@@ -174,3 +174,23 @@ fn random_histories_lose_nothing_and_ack_nothing_twice() {
         assert!(acked.is_disjoint(&dead), "seed {seed}");
     }
 }
+
+#[test]
+fn a_queue_name_leaves_room_for_its_dead_letter_queue() {
+    use crate::ops::queue::QueueSendRequest;
+    let send = |queue: String| QueueSendRequest {
+        queue,
+        body: json!(1),
+        priority: None,
+        delay_seconds: None,
+        dedupe_key: None,
+        ttl_seconds: None,
+        max_attempts: None,
+        sender: None,
+        request_id: None,
+    };
+    let room = crate::limits::MAX_KEY_BYTES - DEAD_LETTER_SUFFIX.len();
+    assert!(send("q".repeat(room)).validate(&Default::default()).is_ok());
+    let refused = send("q".repeat(room + 1)).validate(&Default::default()).unwrap_err().to_string();
+    assert!(refused.contains(".dead"), "the refusal says why: {refused}");
+}

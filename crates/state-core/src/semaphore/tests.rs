@@ -85,6 +85,9 @@ fn holders_must_agree_on_the_capacity_while_any_permit_is_live() {
     sim.advance(TTL);
     let b = acquire(&mut sim, "b", 3);
     assert_eq!((b.status, b.capacity), (SemaphoreStatus::Acquired, 3), "with no live permit the next acquire sets it");
+    let again = acquire(&mut sim, "b", 5);
+    assert_eq!((again.status, again.capacity), (SemaphoreStatus::CapacityMismatch, 3), "its own holder too");
+    assert_eq!(acquire(&mut sim, "b", 3).status, SemaphoreStatus::Acquired, "on the same terms it renews");
 }
 
 #[test]

@@ -733,3 +733,18 @@ fn a_finished_run_leaves_the_claim_order_whatever_its_priority() {
     }
     assert_eq!((indexed(&sim, Space::PriorityQueue), indexed(&sim, Space::Queue)), (0, 0), "both indexes emptied");
 }
+
+#[test]
+fn a_signal_is_small_because_every_claim_and_heartbeat_carries_them_all() {
+    let signal = |value: serde_json::Value| SignalRequest {
+        run_id: "r".into(),
+        name: "approved".into(),
+        value,
+        sender: None,
+        request_id: None,
+    };
+    let limits = crate::limits::Limits::default();
+    assert!(signal(json!({"by": "ana"})).validate(&limits).is_ok());
+    let big = json!("x".repeat(crate::ops::workflow::MAX_SIGNAL_VALUE_BYTES));
+    assert!(signal(big).validate(&limits).is_err(), "a value past 64 KiB is refused");
+}

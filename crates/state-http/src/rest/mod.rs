@@ -8,6 +8,7 @@ pub(crate) mod watch;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Path, Query, State};
@@ -19,6 +20,7 @@ use serde_json::{Map, Value};
 use state_api::auth::Principal;
 use state_api::catalog::Operation;
 use state_api::{ApiError, ErrorCode, Outcome};
+use tower_http::timeout::TimeoutLayer;
 
 use self::params::QueryTypes;
 use self::routes::{Body, Flavor, Route};
@@ -29,20 +31,24 @@ use crate::problem::{self, OnConflict};
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// The REST routes and the seam route, on `service`.
-pub(crate) fn router() -> Router<Service> {
+/// The REST routes; each may take `request_timeout`, plus what its operation may wait on
+/// purpose (a receive's `wait_seconds`), before it is answered 408.
+pub(crate) fn router(request_timeout: Duration) -> Router<Service> {
+    let timeout =
+        |allowed: Duration| TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, request_timeout + allowed);
     let mut router = Router::new();
     for route in routes::routes() {
         let filter = MethodFilter::try_from(route.method.clone()).unwrap_or(MethodFilter::GET);
-        let path = route.path;
+        let (path, op) = (route.path, route.op);
         let prepared = Arc::new(Prepared { types: QueryTypes::of(route.op), route });
-        router = router.route(
-            path,
-            on(filter, move |state, principal, path, query, headers, body| {
-                handle(prepared.clone(), state, principal, path, query, headers, body)
-            }),
-        );
+        let handler = on(filter, move |state, principal, path, query, headers, body| {
+            handle(prepared.clone(), state, principal, path, query, headers, body)
+        });
+        router = router.route(path, handler.layer(timeout(state_api::longest_own_wait(op))));
     }
-    router.route("/v1/call/{profile}/{name}", post(call))
+    // Any operation may come through the seam route, so it allows the longest wait of all.
+    let longest = Operation::all().map(state_api::longest_own_wait).max().unwrap_or_default();
+    router.route("/v1/call/{profile}/{name}", post(call).layer(timeout(longest)))
 }
 
 struct Prepared {

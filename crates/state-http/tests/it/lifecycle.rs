@@ -44,6 +44,23 @@ fn an_oversize_body_is_refused_and_changes_nothing() {
     expect(&http.request("PUT", "/v1/kv/small", &[], Some(b"1")).unwrap(), 200);
 }
 
+/// A receive that may wait 2 s is not cut at a request timeout of 1 s (it once was, with 408
+/// and no answer, though waits up to 55 s are documented); a write that waits on nothing is.
+#[test]
+fn a_bounded_wait_outlasts_the_request_timeout_it_adds_to() {
+    let place = Place::new();
+    let server = place.serve(&["--request-timeout", "1s", "--tools", "all"]);
+    let http = server.client();
+    let receive = json!({"queue": "inbox/slow", "consumer_id": "me", "wait_seconds": 2});
+    let started = Instant::now();
+    let empty = http.json("POST", "/v1/queues:receive", &receive).unwrap();
+    assert_eq!(empty.status, 404, "answered `empty` after its wait, not 408: {}", empty.text());
+    assert_eq!(empty.json()["result"]["status"], "empty", "{}", empty.text());
+    assert!(started.elapsed() >= Duration::from_secs(2), "it waited the 2 s it asked for");
+    let seam = http.json("POST", "/v1/call/native/queue_receive", &receive).unwrap();
+    assert_eq!(seam.json()["result"]["status"], "empty", "the seam route too: {}", seam.text());
+}
+
 #[test]
 fn sigterm_during_writes_loses_nothing_acknowledged() {
     let place = Place::new();
