@@ -99,7 +99,8 @@ pub(crate) enum Command {
         key: Option<String>,
         #[arg(long, conflicts_with = "key")]
         prefix: Option<String>,
-        /// kv, lease, workflow, session, store, checkpoint or knowledge
+        /// kv, lease, semaphore, reservation, queue, workflow, session, store, checkpoint or
+        /// knowledge
         #[arg(long)]
         kind: Option<String>,
         /// Only changes after this revision
@@ -118,7 +119,8 @@ pub(crate) enum Command {
         /// Only this key
         #[arg(long, conflicts_with = "prefix")]
         key: Option<String>,
-        /// lease, workflow, session, checkpoint, knowledge (default kv)
+        /// lease, semaphore, reservation, queue, workflow, session, checkpoint, knowledge
+        /// (default kv)
         #[arg(long)]
         kind: Option<String>,
         /// Start after this revision (default: from now on)

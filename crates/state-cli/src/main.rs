@@ -295,7 +295,7 @@ async fn run(cli: &Cli, command: &Command) -> Result<u8> {
 
 fn kind_of(name: &str) -> Result<state_core::ops::history::HistoryKind> {
     serde_json::from_value(json!(name)).map_err(|_| {
-        anyhow::anyhow!("unknown kind `{name}`: use kv, lease, semaphore, reservation, queue, workflow, session, checkpoint or knowledge")
+        anyhow::anyhow!("unknown kind `{name}`: use kv, lease, semaphore, reservation, queue, workflow, session, store, checkpoint or knowledge")
     })
 }
 
