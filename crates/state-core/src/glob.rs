@@ -1,6 +1,7 @@
 //! Path patterns for reservations: `*` is any run of characters but `/`, `**` any run
-//! including `/`, `?` one character but `/`; a pattern ending in `/` is that directory and
-//! everything under it. Everything else is literal, so a plain path reserves exactly itself.
+//! including `/` (as a whole `**/` segment, any number of directories, none included), `?`
+//! one character but `/`; a pattern ending in `/` is that directory and everything under it.
+//! Everything else is literal, so a plain path reserves exactly itself.
 //!
 //! Two patterns conflict when some path matches both. That is decided exactly, by walking
 //! both patterns together over the characters that could tell them apart (a product of the
@@ -25,6 +26,11 @@ enum Token {
     Segment,
     /// `**`
     Any,
+    /// `**/` as a whole segment: no directory or any number of them (`a/**/b` is `a/b` too).
+    /// Always followed by `InDir`: between directories, it may end; inside a directory's name,
+    /// only after the separator that closes it.
+    AnyDirs,
+    InDir,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,21 +50,33 @@ impl Glob {
         if let Some(c) = pattern.chars().find(|c| c.is_control()) {
             return Err(format!("contains the control character U+{:04X}", u32::from(c)));
         }
+        check_relative(pattern.strip_suffix('/').unwrap_or(pattern))?;
         let mut tokens = Vec::new();
         let mut chars = pattern.chars().peekable();
+        let mut segment_start = true;
         while let Some(c) = chars.next() {
-            tokens.push(match c {
+            let at_start = segment_start;
+            segment_start = c == '/';
+            let token = match c {
                 '*' if chars.peek() == Some(&'*') => {
                     chars.next();
                     while chars.peek() == Some(&'*') {
                         chars.next();
                     }
-                    Token::Any
+                    if at_start && chars.peek() == Some(&'/') {
+                        chars.next();
+                        segment_start = true;
+                        tokens.push(Token::AnyDirs);
+                        Token::InDir
+                    } else {
+                        Token::Any
+                    }
                 }
                 '*' => Token::Segment,
                 '?' => Token::One,
                 c => Token::Literal(c),
-            });
+            };
+            tokens.push(token);
         }
         if pattern.ends_with('/') {
             tokens.push(Token::Any);
@@ -155,27 +173,58 @@ impl Glob {
 
     /// Positions reachable from `at` on `c`.
     fn step(&self, at: usize, c: char) -> impl Iterator<Item = usize> {
-        let next = match self.tokens.get(at) {
-            Some(Token::Literal(l)) if *l == c => Some(at + 1),
-            Some(Token::One) if c != '/' => Some(at + 1),
+        let (stay, next) = match self.tokens.get(at) {
+            Some(Token::Literal(l)) if *l == c => (None, Some(at + 1)),
+            Some(Token::One) if c != '/' => (None, Some(at + 1)),
             // A star stays where it is after taking a character.
-            Some(Token::Segment) if c != '/' => Some(at),
-            Some(Token::Any) => Some(at),
-            _ => None,
+            Some(Token::Segment) if c != '/' => (Some(at), None),
+            Some(Token::Any) => (Some(at), None),
+            // Between directories: a separator keeps it there, anything else enters a name.
+            Some(Token::AnyDirs) if c == '/' => (Some(at), None),
+            Some(Token::AnyDirs) => (Some(at + 1), None),
+            // In a directory's name until the separator that closes it.
+            Some(Token::InDir) if c == '/' => (Some(at - 1), None),
+            Some(Token::InDir) => (Some(at), None),
+            _ => (None, None),
         };
-        next.into_iter()
+        stay.into_iter().chain(next)
     }
 
     /// `states` and every position reached from them by letting stars match nothing.
     fn closure(&self, mut states: BTreeSet<usize>) -> BTreeSet<usize> {
         let mut todo: Vec<usize> = states.iter().copied().collect();
         while let Some(at) = todo.pop() {
-            if matches!(self.tokens.get(at), Some(Token::Segment | Token::Any)) && states.insert(at + 1) {
-                todo.push(at + 1);
+            let skip = match self.tokens.get(at) {
+                Some(Token::Segment | Token::Any) => Some(at + 1),
+                // No directory at all: past `InDir` too.
+                Some(Token::AnyDirs) => Some(at + 2),
+                _ => None,
+            };
+            if let Some(next) = skip
+                && states.insert(next)
+            {
+                todo.push(next);
             }
         }
         states
     }
+}
+
+/// Refuses what would name one file two ways: a leading `/`, an empty segment (`a//b`), and
+/// `.` or `..` segments. Paths are relative to their scope and written one way, or two
+/// reservations of `src/a.rs` and `./src/a.rs` would both be granted.
+pub fn check_relative(path: &str) -> Result<(), String> {
+    if path.starts_with('/') {
+        return Err("starts with `/`: paths are relative to the scope, like `src/lib.rs`".into());
+    }
+    for segment in path.split('/') {
+        match segment {
+            "" => return Err("has an empty segment (`//`): write each path one way".into()),
+            "." | ".." => return Err(format!("has a `{segment}` segment: write the path without it")),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -291,12 +291,7 @@ async fn coordination(api: &Api, scope: &str) -> Result<Coordination, String> {
     let queues = call::<QueueListResult>(api, Operation::QueueList, queues).await?;
     let scopes = call::<ScopeListResult>(api, Operation::PathsScopes, scopes).await?;
     let truncated = [&semaphores.next_cursor, &queues.next_cursor, &scopes.next_cursor].map(Option::is_some);
-    Ok(Coordination {
-        semaphores: semaphores.semaphores,
-        queues: queues.queues,
-        scopes: scopes.scopes,
-        truncated,
-    })
+    Ok(Coordination { semaphores: semaphores.semaphores, queues: queues.queues, scopes: scopes.scopes, truncated })
 }
 
 /// Runs one load the browser asked for; `scope` bounds the listings that take a prefix.

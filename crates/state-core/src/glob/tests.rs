@@ -52,7 +52,7 @@ fn bad_patterns_are_refused_with_a_reason() {
 fn overlap_agrees_with_matching_on_every_short_path() {
     // Every path of up to four characters from a small alphabet: two patterns overlap exactly
     // when one of these matches both (the patterns are short enough for that to be complete).
-    let patterns = ["*", "**", "a*", "*b", "a/*", "a/**", "?/b", "**/b", "a?", "ab", "a/", "*/*"];
+    let patterns = ["*", "**", "a*", "*b", "a/*", "a/**", "?/b", "**/b", "a?", "ab", "a/", "*/*", "a/**/b", "**/a"];
     let alphabet = ['a', 'b', '/'];
     let mut paths = vec![String::new()];
     for _ in 0..4 {
@@ -106,4 +106,33 @@ fn one_budget_bounds_every_pair_a_request_checks() {
     let mut some = 1_000;
     assert!(!glob("src/a.rs").overlaps_within(&glob("docs/b.md"), &mut some));
     assert!(some < 1_000, "what a check takes is counted");
+}
+
+#[test]
+fn a_double_star_segment_is_any_number_of_directories_none_included() {
+    for (pattern, path, matched) in [
+        ("a/**/b", "a/b", true),
+        ("a/**/b", "a/x/b", true),
+        ("a/**/b", "a/x/y/b", true),
+        ("a/**/b", "a/xb", false),
+        ("a/**/b", "ab", false),
+        ("**/b.rs", "b.rs", true),
+        ("**/b.rs", "src/b.rs", true),
+        ("**/b.rs", "srcb.rs", false),
+        ("src/**", "src/a/b", true),
+        ("x**/b", "x/b", true),
+    ] {
+        assert_eq!(glob(pattern).matches(path), matched, "{pattern} on {path}");
+    }
+}
+
+#[test]
+fn a_path_is_written_one_way() {
+    for bad in ["/src/a.rs", "./src/a.rs", "src//a.rs", "src/x/../a.rs", "src/./a.rs", ".."] {
+        assert!(Glob::parse(bad).is_err(), "{bad} as a pattern");
+        assert!(super::check_relative(bad).is_err(), "{bad} as a path");
+    }
+    for good in ["src/a.rs", "src/", "**/*.rs", ".github/workflows/ci.yml", "a..b"] {
+        assert!(Glob::parse(good).is_ok(), "{good}");
+    }
 }

@@ -19,8 +19,8 @@ pub struct ReserveRequest {
     /// What the paths are relative to, e.g. the repository's path or URL.
     pub scope: String,
     pub holder_id: String,
-    /// Paths or globs: `*` within a directory, `**` across them, `?` one character; `dir/` is
-    /// everything under dir.
+    /// Relative paths or globs: `*` within a directory, `**` across them (`a/**/b` is `a/b`
+    /// too), `?` one character; `dir/` is everything under dir.
     pub patterns: Vec<String>,
     /// Exclusive (default): no one else may reserve an overlapping path. Shared: others may
     /// too, unless theirs is exclusive.
@@ -215,7 +215,11 @@ impl PathCheckRequest {
     pub fn validate(&self) -> Result<(), InvalidInput> {
         validate_key("scope", &self.scope)?;
         validate_agent_id("holder_id", &self.holder_id)?;
-        validate_key("path", &self.path)
+        validate_key("path", &self.path)?;
+        crate::glob::check_relative(&self.path).map_err(|message| InvalidInput::Malformed {
+            argument: "path".into(),
+            message: format!("`{}` {message}", self.path),
+        })
     }
 }
 
