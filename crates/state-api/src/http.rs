@@ -194,6 +194,11 @@ impl HttpRemote {
         match status.as_u16() {
             401 | 403 => Ok(Reply::error(ApiError::new(ErrorCode::Forbidden, message))),
             413 => Ok(Reply::error(ApiError::new(ErrorCode::InvalidInput, message))),
+            // The server stopped waiting for its own answer: the call may have been applied.
+            408 => Ok(Reply::error(ApiError::new(
+                ErrorCode::OutcomeUnknown,
+                format!("{message}: the server's request timeout ended it, applied or not"),
+            ))),
             400..=499 => Ok(Reply::error(ApiError::new(ErrorCode::InvalidArguments, message))),
             // A gateway without its server behind it, or a server starting up: try again.
             _ => Err(Failure { sent: true, reason: message }),
