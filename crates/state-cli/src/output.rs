@@ -29,7 +29,7 @@ pub(crate) fn text(body: &Value) -> String {
     let list = lists().find(|(_, v)| v.as_array().is_some_and(|a| !a.is_empty())).or_else(|| lists().next());
     match list {
         Some((name, Value::Array(rows))) => {
-            let mut out = table(rows);
+            let mut out = table(&nested_rows(rows));
             let rest: Map<String, Value> =
                 fields.iter().filter(|(k, _)| *k != name).map(|(k, v)| (k.clone(), v.clone())).collect();
             if !rest.is_empty() {
@@ -78,6 +78,42 @@ fn cell(value: &Value) -> String {
     } else {
         text
     }
+}
+
+/// Rows that each hold one list of records (a semaphore's holders, a scope's reservations)
+/// become a row per record, beside its parent's other fields, instead of a cell of cut JSON.
+fn nested_rows(rows: &[Value]) -> Vec<Value> {
+    let records = |v: &Value| v.as_array().is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_object));
+    let nested: Vec<&String> = {
+        let mut names: Vec<&String> = Vec::new();
+        for row in rows.iter().filter_map(Value::as_object) {
+            for (name, value) in row {
+                if records(value) && !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+        names
+    };
+    let [field] = nested.as_slice() else { return rows.to_vec() };
+    let mut flat = Vec::new();
+    for row in rows {
+        let Some(parent) = row.as_object() else { continue };
+        let mut shared = parent.clone();
+        let children = shared.remove(field.as_str()).and_then(|v| v.as_array().cloned()).unwrap_or_default();
+        if children.is_empty() {
+            flat.push(Value::Object(shared));
+            continue;
+        }
+        for child in children {
+            let mut merged = shared.clone();
+            if let Value::Object(child) = child {
+                merged.extend(child);
+            }
+            flat.push(Value::Object(merged));
+        }
+    }
+    flat
 }
 
 fn table(rows: &[Value]) -> String {
@@ -134,6 +170,18 @@ mod tests {
     #[test]
     fn ready_markdown_is_printed_as_it_is() {
         assert_eq!(text(&json!({"status": "ok", "context": "# Restored\n- a\n"})), "# Restored\n- a");
+    }
+
+    #[test]
+    fn records_inside_rows_get_rows_of_their_own() {
+        let listed = json!({"semaphores": [
+            {"name": "gpu", "capacity": 2, "holders": [{"holder": "a", "expires_at": "t1"}, {"holder": "b", "expires_at": "t2"}]},
+            {"name": "ci", "capacity": 1, "holders": [{"holder": "c", "expires_at": "t3"}]},
+        ]});
+        assert_eq!(
+            text(&listed),
+            "NAME  CAPACITY  HOLDER  EXPIRES_AT\ngpu   2         a       t1\ngpu   2         b       t2\nci    1         c       t3"
+        );
     }
 
     #[test]
