@@ -481,7 +481,12 @@ fn retire<V: StateView + ?Sized>(
         changes.remove(claim, Record::Silent);
     }
     changes.drop_key(&keyspace::queue_key_for(run.run_id(), run.run.priority));
-    release_dependents(view, changes, run.run_id(), completed)
+    if release_dependents(view, changes, run.run_id(), completed)? {
+        // A run retires once, so no record can exist yet: the sweeper's word that more wait.
+        let release = keyspace::release_key(run.run_id());
+        changes.write(None, &release, json!({"completed": completed}), None, Record::Silent);
+    }
+    Ok(())
 }
 
 /// Most waiting runs one write releases, so that completing a run many others wait on stays
@@ -490,14 +495,15 @@ pub const RELEASES_PER_WRITE: usize = 256;
 
 /// Drops the notes of runs waiting on `dependency`, which just finished, enqueueing those it
 /// was the last unfinished dependency of when it `completed` (when it did not, they stay
-/// blocked for good, out of the claim order). At most [`RELEASES_PER_WRITE`] at a time; while
-/// more remain a `Release` record says so, for [`plan_release_pending`].
+/// blocked for good, out of the claim order). At most [`RELEASES_PER_WRITE`] at a time;
+/// returns whether more remain (a `Release` record then says so, for
+/// [`plan_release_pending`]).
 fn release_dependents<V: StateView + ?Sized>(
     view: &V,
     changes: &mut Changes<'_>,
     dependency: &str,
     completed: bool,
-) -> Result<(), V::Error> {
+) -> Result<bool, V::Error> {
     let mut notes = Vec::new();
     view.scan(&keyspace::dependent_prefix(dependency), None, &mut |entry| {
         notes.push(entry.key);
@@ -523,16 +529,7 @@ fn release_dependents<V: StateView + ?Sized>(
             changes.write(None, &queued, Value::Null, None, Record::Silent);
         }
     }
-    let release = keyspace::release_key(dependency);
-    let pending = view.get(&release)?;
-    match (more, pending) {
-        (true, None) => {
-            changes.write(None, &release, json!({"completed": completed}), None, Record::Silent);
-        }
-        (false, Some(_)) => changes.drop_key(&release),
-        _ => {}
-    }
-    Ok(())
+    Ok(more)
 }
 
 /// Releases the runs still waiting on finished runs, for the sweeper: up to
@@ -547,7 +544,9 @@ pub fn plan_release_pending<V: StateView + ?Sized>(view: &V, ctx: &WriteContext)
     let Some(record) = pending else { return Ok(changes.finish(0)) };
     let dependency = keyspace::classify(&record.key).1.to_owned();
     let completed = record.value.get("completed").and_then(Value::as_bool).unwrap_or(false);
-    release_dependents(view, &mut changes, &dependency, completed)?;
+    if !release_dependents(view, &mut changes, &dependency, completed)? {
+        changes.remove(&record, Record::Silent);
+    }
     Ok(changes.finish(1))
 }
 
