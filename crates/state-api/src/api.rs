@@ -91,9 +91,17 @@ impl Api {
         }
         match &self.inner {
             Inner::Local(local) => local.watch(request).await.map(Watcher::local),
-            Inner::Remote(remote) => remote.watch(request).await.map(Watcher::remote),
+            Inner::Remote(remote) => remote.watch(request).await.map(Watcher::owner),
             Inner::Http(http) => http.watch(request).await.map(Watcher::http),
         }
+    }
+
+    /// [`Api::watch`], for a follower that wants every change and no `watch_lagged`: when the
+    /// watch falls behind it watches again after the last revision it delivered (ending only
+    /// if history was compacted past it), as an inspector or a resource subscription wants.
+    pub async fn follow(&self, principal: Option<&Principal>, request: WatchRequest) -> Result<Watcher, ApiError> {
+        let watcher = self.watch(principal, request.clone()).await?;
+        Ok(watcher.followed(self.clone(), principal.cloned(), request))
     }
 
     /// Writes a consistent copy of the store, as of its last commit, to a new file at `path`

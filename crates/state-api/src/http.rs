@@ -3,7 +3,6 @@
 //! [`Reply`]. A mutating call carries an idempotency key, so a call whose answer was lost (a
 //! server restart, a dropped connection) is resent until it settles, and applied once.
 
-use state_store::backoff::Backoff;
 use std::time::Duration;
 
 use crate::catalog::Operation;
@@ -18,7 +17,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::reply::{ApiError, ErrorCode, Reply};
-use crate::settle::{self, RequestIds, Unreached};
+use crate::settle::{self, Attempt, RequestIds, Transport, Unreached};
 
 /// How to reach a server.
 #[derive(Debug, Clone)]
@@ -110,45 +109,7 @@ impl HttpRemote {
     }
 
     pub(crate) async fn call_with_id(&self, op: Operation, args: Value, request_id: Option<String>) -> Reply {
-        let request_id = self.request_ids.for_call(op, &args, request_id);
-        let url = self.call_url(op);
-        let body = match serde_json::to_vec(&args) {
-            Ok(body) => Bytes::from(body),
-            Err(e) => return Reply::error(ApiError::new(ErrorCode::Internal, format!("cannot encode a call: {e}"))),
-        };
-        let deadline = Instant::now() + self.settle_timeout;
-        // A server that has not answered one request in this long is stuck or unreachable
-        // mid-way; the caller hears so instead of waiting forever.
-        let answer_within = self.settle_timeout + settle::own_wait(op, &args);
-        let mut backoff = Backoff::new(Duration::from_millis(20), Duration::from_secs(1));
-        let mut sent = false;
-        loop {
-            let answer = tokio::time::timeout(answer_within, self.send(&url, &body, request_id.as_deref())).await;
-            let problem = match answer {
-                Ok(Ok(reply)) => return reply,
-                Ok(Err(Failure { sent: went_out, reason })) => {
-                    sent |= went_out;
-                    reason
-                }
-                Err(_) => {
-                    let why = Unreached {
-                        transient: true,
-                        reason: format!("{} has not answered for {answer_within:?}", self.base),
-                        lost: "it was sent to the server, which has not answered",
-                    };
-                    return settle::unsettled(op, request_id.as_deref(), true, &why);
-                }
-            };
-            tracing::debug!(op = op.name(), %problem, "retrying a call to the server");
-            if !backoff.pause_before(deadline).await {
-                let why = Unreached {
-                    transient: true,
-                    reason: format!("no answer from {} within {:?} ({problem})", self.base, self.settle_timeout),
-                    lost: "it was sent to the server, whose answer was lost",
-                };
-                return settle::unsettled(op, request_id.as_deref(), sent, &why);
-            }
-        }
+        settle::settle(self, op, args, request_id).await
     }
 
     /// The seam route of `op` on this server.
@@ -183,26 +144,56 @@ impl HttpRemote {
         if let Ok(reply) = serde_json::from_slice::<Reply>(&bytes) {
             return Ok(reply);
         }
-        // Not a reply: a problem document from HTTP itself (no token, a body too large), or
-        // something in between (a proxy) answering for the server.
-        let problem: Option<Value> = serde_json::from_slice(&bytes).ok();
-        let detail = problem.as_ref().and_then(|p| p.get("detail")).and_then(Value::as_str);
-        let message = match detail {
-            Some(detail) => format!("the server answered {status}: {detail}"),
-            None => format!("the server answered {status} without a reply"),
-        };
-        match status.as_u16() {
-            401 | 403 => Ok(Reply::error(ApiError::new(ErrorCode::Forbidden, message))),
-            413 => Ok(Reply::error(ApiError::new(ErrorCode::InvalidInput, message))),
-            // The server stopped waiting for its own answer: the call may have been applied.
-            408 => Ok(Reply::error(ApiError::new(
-                ErrorCode::OutcomeUnknown,
-                format!("{message}: the server's request timeout ended it, applied or not"),
-            ))),
-            400..=499 => Ok(Reply::error(ApiError::new(ErrorCode::InvalidArguments, message))),
-            // A gateway without its server behind it, or a server starting up: try again.
-            _ => Err(Failure { sent: true, reason: message }),
+        refusal(status, &bytes).map(Reply::error).map_err(|reason| Failure { sent: true, reason })
+    }
+}
+
+/// A response that is not a reply, as the error it reports: a problem document from HTTP
+/// itself (no token, a body too large, an unknown route) or from something in between (a
+/// proxy) answering for the server. The document's `code` decides where it is one of the
+/// seam's, else the status. `Err` (saying why) where trying again may get through: a gateway
+/// without its server behind it, a server starting up or stopping.
+pub(crate) fn refusal(status: hyper::StatusCode, body: &[u8]) -> Result<ApiError, String> {
+    let by_status = match status.as_u16() {
+        401 | 403 => ErrorCode::Forbidden,
+        // The server stopped waiting for its own answer: the call may have been applied.
+        408 => ErrorCode::OutcomeUnknown,
+        410 => ErrorCode::Compacted,
+        413 => ErrorCode::InvalidInput,
+        400..=499 => ErrorCode::InvalidArguments,
+        _ => ErrorCode::Unavailable,
+    };
+    let mut error = match serde_json::from_slice::<Value>(body) {
+        Ok(problem) if problem.is_object() => {
+            let seams_own = problem.get("code").cloned().and_then(|c| serde_json::from_value::<ErrorCode>(c).ok());
+            let mut error = problem_to_error(&problem, by_status);
+            if seams_own.is_none() {
+                error.message = format!("the server answered {status}: {}", error.message);
+            }
+            error
         }
+        _ => ApiError::new(by_status, format!("the server answered {status} without a reply")),
+    };
+    if status.as_u16() == 408 {
+        error.message = format!("{}: the server's request timeout ended it, applied or not", error.message);
+    }
+    match error.code {
+        ErrorCode::Unavailable => Err(format!("the server answered {status}: {}", error.message)),
+        _ => Ok(error),
+    }
+}
+
+/// A problem document (RFC 9457, with this server's `code` member) as an error; `fallback`
+/// when its code is not one of the seam's (`unauthenticated`, `too_large`: from HTTP itself).
+pub(crate) fn problem_to_error(problem: &Value, fallback: ErrorCode) -> ApiError {
+    let code = problem.get("code").cloned().and_then(|c| serde_json::from_value(c).ok());
+    let detail = problem.get("detail").and_then(Value::as_str).unwrap_or("the server reported a problem");
+    let number = |name: &str| problem.get(name).and_then(Value::as_u64);
+    ApiError {
+        argument: problem.get("argument").and_then(Value::as_str).map(str::to_owned),
+        compacted_revision: number("compacted_revision"),
+        resume_after: number("resume_after"),
+        ..ApiError::new(code.unwrap_or(fallback), detail)
     }
 }
 
@@ -211,6 +202,58 @@ struct Failure {
     reason: String,
 }
 
+/// A call to a server: its route, its body and its idempotency key.
+pub(crate) struct Encoded {
+    url: String,
+    body: Bytes,
+    request_id: Option<String>,
+}
+
+impl Transport for HttpRemote {
+    type Encoded = Encoded;
+    const FIRST_PAUSE: Duration = Duration::from_millis(20);
+
+    fn request_ids(&self) -> &RequestIds {
+        &self.request_ids
+    }
+
+    fn settle_timeout(&self) -> Duration {
+        self.settle_timeout
+    }
+
+    fn encode(&self, op: Operation, args: &Value, request_id: Option<&str>) -> Result<Encoded, ApiError> {
+        let body = serde_json::to_vec(args)
+            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("cannot encode a call: {e}")))?;
+        Ok(Encoded { url: self.call_url(op), body: Bytes::from(body), request_id: request_id.map(str::to_owned) })
+    }
+
+    async fn attempt(&self, _op: Operation, call: &Encoded, _deadline: Instant, answer_within: Duration) -> Attempt {
+        let answer = tokio::time::timeout(answer_within, self.send(&call.url, &call.body, call.request_id.as_deref()));
+        match answer.await {
+            Ok(Ok(reply)) => Attempt::Answered(reply),
+            Ok(Err(Failure { sent, reason })) => Attempt::Lost { sent, reason },
+            Err(_) => Attempt::Unreached {
+                sent: true,
+                why: Unreached {
+                    transient: true,
+                    reason: format!("{} has not answered for {answer_within:?}", self.base),
+                    lost: "it was sent to the server, which has not answered",
+                },
+            },
+        }
+    }
+
+    fn gave_up(&self, reason: String) -> Unreached {
+        Unreached {
+            transient: true,
+            reason: format!("no answer from {} within {:?} ({reason})", self.base, self.settle_timeout),
+            lost: "it was sent to the server, whose answer was lost",
+        }
+    }
+}
+
 mod watch;
 
-pub(crate) use watch::HttpWatch;
+
+#[cfg(test)]
+mod tests;

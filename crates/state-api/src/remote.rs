@@ -29,7 +29,7 @@ use tokio::time::Instant;
 use crate::options::Options;
 use crate::paths::{PathError, RUNTIME_DIR_ENV, Rendezvous, uid};
 use crate::reply::{ApiError, ErrorCode, Reply};
-use crate::settle::{self, RequestIds, Unreached};
+use crate::settle::{self, Attempt, RequestIds, Transport, Unreached};
 use crate::wire::{self, Call, Greeting, Hello, PROTOCOL, Readiness, ReplyFrame, Settings, WIRE_VERSION, Welcome};
 
 /// How long an owner may leave a joiner without any answer (to a hello, or to calls and then
@@ -205,53 +205,7 @@ impl Remote {
     /// Calls `op`; a mutating call carries an idempotency key: the one in its arguments, else
     /// `request_id`, else a fresh one of this process's.
     pub(crate) async fn call_with_id(&self, op: Operation, args: Value, request_id: Option<String>) -> Reply {
-        let inner = &self.inner;
-        let request_id = inner.request_ids.for_call(op, &args, request_id);
-        let id = inner.next_call.fetch_add(1, Ordering::Relaxed);
-        let call = Call { id, op: op.id(), args, request_id, ..Call::default() };
-        let frame = match wire::encode(&call) {
-            Ok(frame) => frame,
-            Err(e) => return Reply::error(ApiError::new(ErrorCode::Internal, format!("cannot encode a call: {e}"))),
-        };
-        let deadline = Instant::now() + inner.config.settle_timeout;
-        // A live owner answers in milliseconds (a long poll when its wait is over); one that
-        // has not after this long is stopped or stuck, and the caller hears so.
-        let answer_within = inner.config.settle_timeout + settle::own_wait(op, &call.args);
-        let mut sent = false;
-        loop {
-            let connection = match connection(inner, deadline).await {
-                Ok(connection) => connection,
-                Err(error) => return unsettled(op, &call, sent, &error),
-            };
-            let answer = tokio::time::timeout(answer_within, connection.send(id, &frame)).await;
-            match answer {
-                Ok(Ok(reply)) => return reply.into_reply(),
-                Err(_) => {
-                    connection.abandon(id);
-                    let pid = connection.welcome.pid;
-                    tracing::warn!(
-                        op = op.name(),
-                        owner_pid = pid,
-                        "the owner has not answered a call for {answer_within:?}"
-                    );
-                    let why = Unreached {
-                        transient: true,
-                        reason: format!(
-                            "the store's owner (pid {pid}) has not answered for {answer_within:?} and could not be replaced \
-                             (its log and this process's say why): it is stuck or overloaded (`kill -9 {pid}` lets the next \
-                             call start a new one)"
-                        ),
-                        lost: "it was sent to the store's owner, which has not answered",
-                    };
-                    return settle::unsettled(op, call.request_id.as_deref(), true, &why);
-                }
-                Ok(Err(lost)) => {
-                    sent |= lost.sent;
-                    forget(inner, &connection).await;
-                    tracing::debug!(op = op.name(), "connection to the owner lost during a call; rejoining");
-                }
-            }
-        }
+        settle::settle(self, op, args, request_id).await
     }
 
     /// Asks the owner for a backup written to `path` (see [`Call::backup`]).
@@ -315,14 +269,79 @@ async fn forget(inner: &Inner, dead: &Arc<Connection>) {
     }
 }
 
-/// The answer to a call that could not be brought to an owner before the deadline.
-fn unsettled(op: Operation, call: &Call, sent: bool, error: &JoinError) -> Reply {
-    let why = Unreached {
+/// Why a call could not be brought to an owner before its deadline.
+fn unreached(error: &JoinError) -> Unreached {
+    Unreached {
         transient: error.is_transient(),
         reason: error.to_string(),
         lost: "it reached the store's owner, which stopped before answering",
-    };
-    settle::unsettled(op, call.request_id.as_deref(), sent, &why)
+    }
+}
+
+/// A call to the owner: its id on the connection (kept across resends) and its frame.
+pub(crate) struct Encoded {
+    id: u64,
+    frame: Vec<u8>,
+}
+
+impl Transport for Remote {
+    type Encoded = Encoded;
+    /// Rejoining waits for an owner by itself (starting one if need be), until the deadline.
+    const FIRST_PAUSE: Duration = Duration::ZERO;
+
+    fn request_ids(&self) -> &RequestIds {
+        &self.inner.request_ids
+    }
+
+    fn settle_timeout(&self) -> Duration {
+        self.inner.config.settle_timeout
+    }
+
+    fn encode(&self, op: Operation, args: &Value, request_id: Option<&str>) -> Result<Encoded, ApiError> {
+        let id = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
+        let call = Call { id, op: op.id(), args: args.clone(), request_id: request_id.map(str::to_owned), ..Call::default() };
+        let frame = wire::encode(&call)
+            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("cannot encode a call: {e}")))?;
+        Ok(Encoded { id, frame })
+    }
+
+    async fn attempt(&self, op: Operation, call: &Encoded, deadline: Instant, answer_within: Duration) -> Attempt {
+        let inner = &self.inner;
+        let connection = match connection(inner, deadline).await {
+            Ok(connection) => connection,
+            Err(error) => return Attempt::Unreached { sent: false, why: unreached(&error) },
+        };
+        match tokio::time::timeout(answer_within, connection.send(call.id, &call.frame)).await {
+            Ok(Ok(reply)) => Attempt::Answered(reply.into_reply()),
+            Ok(Err(lost)) => {
+                forget(inner, &connection).await;
+                Attempt::Lost { sent: lost.sent, reason: "the connection to the owner was lost during the call".into() }
+            }
+            Err(_) => {
+                connection.abandon(call.id);
+                let pid = connection.welcome.pid;
+                tracing::warn!(op = op.name(), owner_pid = pid, "the owner has not answered a call for {answer_within:?}");
+                let why = Unreached {
+                    transient: true,
+                    reason: format!(
+                        "the store's owner (pid {pid}) has not answered for {answer_within:?} and could not be replaced \
+                         (its log and this process's say why): it is stuck or overloaded (`kill -9 {pid}` lets the next \
+                         call start a new one)"
+                    ),
+                    lost: "it was sent to the store's owner, which has not answered",
+                };
+                Attempt::Unreached { sent: true, why }
+            }
+        }
+    }
+
+    fn gave_up(&self, reason: String) -> Unreached {
+        Unreached {
+            transient: true,
+            reason: format!("no owner answered within {:?} ({reason})", self.inner.config.settle_timeout),
+            lost: "it reached the store's owner, which stopped before answering",
+        }
+    }
 }
 
 impl Connection {
@@ -487,8 +506,8 @@ async fn establish(inner: &Arc<Inner>, deadline: Instant) -> Result<(Arc<Connect
     loop {
         match connect(inner).await {
             Ok(connection) => return Ok((connection, started_owner)),
-            Err(Attempt::Fatal(error)) => return Err(error),
-            Err(Attempt::Absent(absent)) => problem = absent,
+            Err(Contact::Fatal(error)) => return Err(error),
+            Err(Contact::Absent(absent)) => problem = absent,
         }
         if Instant::now() < deadline {
             // Nobody answers: start an owner. The database's file lock lets exactly one of the
@@ -517,22 +536,22 @@ async fn establish(inner: &Arc<Inner>, deadline: Instant) -> Result<(Arc<Connect
     }
 }
 
-enum Attempt {
+enum Contact {
     /// Nobody is listening, or the listener is going away: start or wait for an owner.
     Absent(String),
     /// A setup the user has to fix: retrying will not help.
     Fatal(JoinError),
 }
 
-async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Attempt> {
+async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Contact> {
     let socket = &inner.rendezvous.socket;
-    let not_an_owner = |detail: String| Attempt::Fatal(JoinError::NotAnOwner { socket: socket.clone(), detail });
+    let not_an_owner = |detail: String| Contact::Fatal(JoinError::NotAnOwner { socket: socket.clone(), detail });
     let stream = match UnixStream::connect(socket).await {
         Ok(stream) => stream,
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
             return Err(not_an_owner(format!("connecting was refused: {e}")));
         }
-        Err(e) => return Err(Attempt::Absent(format!("nothing is listening at {} ({e})", socket.display()))),
+        Err(e) => return Err(Contact::Absent(format!("nothing is listening at {} ({e})", socket.display()))),
     };
     let peer_pid = match stream.peer_cred() {
         Ok(cred) if cred.uid() == uid() => cred.pid().and_then(|pid| u32::try_from(pid).ok()),
@@ -542,7 +561,7 @@ async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Attempt> {
     let probe = stream
         .as_fd()
         .try_clone_to_owned()
-        .map_err(|e| Attempt::Absent(format!("cannot keep a handle on the connection: {e}")))?;
+        .map_err(|e| Contact::Absent(format!("cannot keep a handle on the connection: {e}")))?;
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let config = &inner.config;
@@ -566,7 +585,7 @@ async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Attempt> {
     if let Some(e) = unsent
         && !matches!(read, Ok(Ok(true)))
     {
-        return Err(Attempt::Absent(format!("the owner closed the connection during the handshake ({e})")));
+        return Err(Contact::Absent(format!("the owner closed the connection during the handshake ({e})")));
     }
     match read {
         // A listener of this user's, at this database's socket, that accepts and says nothing:
@@ -583,15 +602,15 @@ async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Attempt> {
             let gone = ended.is_ok();
             report_ending(pid, ended);
             return match gone {
-                true => Err(Attempt::Absent(format!("ended the hung owner (pid {pid})"))),
+                true => Err(Contact::Absent(format!("ended the hung owner (pid {pid})"))),
                 false => Err(not_an_owner(format!("no answer to the hello within {hang:?}"))),
             };
         }
         Ok(Err(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
             return Err(not_an_owner("it answered with an overlong line".into()));
         }
-        Ok(Err(e)) => return Err(Attempt::Absent(format!("the handshake failed ({e}); the owner may be stopping"))),
-        Ok(Ok(false)) => return Err(Attempt::Absent("the owner closed the connection during the handshake".into())),
+        Ok(Err(e)) => return Err(Contact::Absent(format!("the handshake failed ({e}); the owner may be stopping"))),
+        Ok(Ok(false)) => return Err(Contact::Absent("the owner closed the connection during the handshake".into())),
         Ok(Ok(true)) => {}
     }
     let greeting = match serde_json::from_slice::<Greeting>(&line) {
@@ -614,7 +633,7 @@ async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Attempt> {
         | Greeting::Refused(wire::Refused { pid, version, wire, .. })
             if wire != WIRE_VERSION =>
         {
-            return Err(Attempt::Fatal(JoinError::VersionSkew {
+            return Err(Contact::Fatal(JoinError::VersionSkew {
                 db,
                 pid,
                 owner_version: version,
@@ -623,7 +642,7 @@ async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Attempt> {
             }));
         }
         Greeting::Refused(refused) => {
-            return Err(Attempt::Fatal(JoinError::Refused { db, pid: refused.pid, message: refused.message }));
+            return Err(Contact::Fatal(JoinError::Refused { db, pid: refused.pid, message: refused.message }));
         }
         Greeting::Welcome(welcome) => welcome,
     };
@@ -704,4 +723,3 @@ mod takeover;
 mod tests;
 mod watch;
 
-pub(crate) use watch::RemoteWatch;

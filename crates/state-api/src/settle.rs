@@ -1,15 +1,94 @@
-//! What the seam's remote clients share: idempotency keys of their own, and the answer to a
-//! call they could not settle.
+//! What the seam's remote clients share: the one loop that settles a call (sends it until it
+//! is answered or its deadline passes, resending a write under one idempotency key), the
+//! [`Transport`] each client plugs into it, and the answer to a call it could not settle.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::catalog::Operation;
 use serde_json::Value;
+use state_store::backoff::Backoff;
+use tokio::time::Instant;
 
+use crate::catalog::Operation;
 use crate::reply::{ApiError, ErrorCode, Reply};
 
+/// One way of carrying a call to the store: the owner's socket ([`crate::remote`]) or a
+/// `state-http` ([`crate::http`]). The settle loop ([`settle`]) decides when to try again and
+/// what to answer when no attempt gets through; a transport only makes attempts.
+pub(crate) trait Transport: Sync {
+    /// A call as it goes on the wire, encoded once however often it is sent.
+    type Encoded: Send + Sync;
+    /// The first pause before trying again after a lost attempt (doubling up to a second).
+    const FIRST_PAUSE: Duration;
+    fn request_ids(&self) -> &RequestIds;
+    /// How long a call keeps trying before it is answered as unsettled.
+    fn settle_timeout(&self) -> Duration;
+    fn encode(&self, op: Operation, args: &Value, request_id: Option<&str>) -> Result<Self::Encoded, ApiError>;
+    /// Sends `call` once and waits up to `answer_within` for its answer; reaching the store
+    /// (joining an owner, say) may take until `deadline`.
+    fn attempt(
+        &self,
+        op: Operation,
+        call: &Self::Encoded,
+        deadline: Instant,
+        answer_within: Duration,
+    ) -> impl Future<Output = Attempt> + Send;
+    /// Why a call is unsettled once attempts lost on the way ran out of time (`reason`: the
+    /// last one's).
+    fn gave_up(&self, reason: String) -> Unreached;
+}
+
+/// What one attempt came to.
+pub(crate) enum Attempt {
+    Answered(Reply),
+    /// Lost on the way (a connection broke, a gateway answered for its server); worth trying
+    /// again. `sent`: it may have reached the store.
+    Lost { sent: bool, reason: String },
+    /// No attempt can get through before the deadline, or the store took the call and has not
+    /// answered in time: settled as unreached now.
+    Unreached { sent: bool, why: Unreached },
+}
+
+/// Runs `op` through `transport` until it is answered, or answers why it could not be: a
+/// mutating call carries an idempotency key (its `request_id` argument, else `request_id`,
+/// else a fresh one) so that resending it applies it once.
+pub(crate) async fn settle<T: Transport>(
+    transport: &T,
+    op: Operation,
+    args: Value,
+    request_id: Option<String>,
+) -> Reply {
+    let request_id = transport.request_ids().for_call(op, &args, request_id);
+    let call = match transport.encode(op, &args, request_id.as_deref()) {
+        Ok(call) => call,
+        Err(error) => return Reply::error(error),
+    };
+    let deadline = Instant::now() + transport.settle_timeout();
+    // A live store answers in milliseconds (a long poll once its wait is over); one that has
+    // not after this long is stopped or stuck, and the caller hears so.
+    let answer_within = transport.settle_timeout() + own_wait(op, &args);
+    let mut backoff = Backoff::new(T::FIRST_PAUSE, Duration::from_secs(1));
+    let mut sent = false;
+    loop {
+        match transport.attempt(op, &call, deadline, answer_within).await {
+            Attempt::Answered(reply) => return reply,
+            Attempt::Unreached { sent: went_out, why } => {
+                return unsettled(op, request_id.as_deref(), sent || went_out, &why);
+            }
+            Attempt::Lost { sent: went_out, reason } => {
+                sent |= went_out;
+                tracing::debug!(op = op.name(), %reason, "a call was lost on the way; trying again");
+                if !backoff.pause_before(deadline).await {
+                    return unsettled(op, request_id.as_deref(), sent, &transport.gave_up(reason));
+                }
+            }
+        }
+    }
+}
+
 /// Idempotency keys unique across processes: this process's id and start time, then a count.
+#[derive(Debug)]
 pub(crate) struct RequestIds {
     prefix: String,
     next: AtomicU64,

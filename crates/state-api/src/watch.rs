@@ -1,46 +1,85 @@
 //! [`Watcher`]: a change feed through the seam, the same whichever side of it the engine is.
+//! Remote watches resume across broken streams ([`resume`]); a followed one
+//! ([`crate::Api::follow`]) also watches again after a lag.
 
+mod resume;
+
+use state_core::ops::watch::{WatchBatch, WatchRequest};
+
+use crate::api::Api;
+use crate::auth::Principal;
 use crate::catalog::Operation;
-use state_core::ops::watch::WatchBatch;
-
-use crate::http::HttpWatch;
+use crate::http::HttpRemote;
 use crate::local::engine_error;
-use crate::remote::RemoteWatch;
-use crate::reply::ApiError;
+use crate::remote::Remote;
+use crate::reply::{ApiError, ErrorCode};
+
+pub(crate) use resume::{Happening, Resuming, WatchSource};
 
 /// Every change a watch covers after the revision it started from, one revision at a time, in
-/// order, then live ones as they commit. From [`crate::Api::watch`].
+/// order, then live ones as they commit. From [`crate::Api::watch`] or [`crate::Api::follow`].
 pub struct Watcher {
     inner: Inner,
+    /// Set for a followed watch: how to watch again after a lag.
+    again: Option<Again>,
 }
 
 enum Inner {
     Local(state_store::Watch),
-    Remote(RemoteWatch),
-    Http(Box<HttpWatch>),
+    Owner(Resuming<Remote>),
+    Http(Box<Resuming<HttpRemote>>),
+}
+
+/// What a followed watch needs to start over after the revision it reached.
+struct Again {
+    api: Api,
+    principal: Option<Principal>,
+    request: WatchRequest,
 }
 
 impl Watcher {
     pub(crate) fn local(watch: state_store::Watch) -> Watcher {
-        Watcher { inner: Inner::Local(watch) }
+        Watcher { inner: Inner::Local(watch), again: None }
     }
 
-    pub(crate) fn remote(watch: RemoteWatch) -> Watcher {
-        Watcher { inner: Inner::Remote(watch) }
+    pub(crate) fn owner(watch: Resuming<Remote>) -> Watcher {
+        Watcher { inner: Inner::Owner(watch), again: None }
     }
 
-    pub(crate) fn http(watch: HttpWatch) -> Watcher {
-        Watcher { inner: Inner::Http(Box::new(watch)) }
+    pub(crate) fn http(watch: Resuming<HttpRemote>) -> Watcher {
+        Watcher { inner: Inner::Http(Box::new(watch)), again: None }
+    }
+
+    /// Makes this watch start again after the last revision it delivered whenever it lags.
+    pub(crate) fn followed(mut self, api: Api, principal: Option<Principal>, request: WatchRequest) -> Watcher {
+        self.again = Some(Again { api, principal, request });
+        self
     }
 
     /// The next revision's changes, waiting for one. `None` when the store closed for good;
-    /// an error ends the watch. A `watch_lagged` error names the revision to watch again after
-    /// (`resume_after`): nothing after it was lost.
+    /// an error ends the watch. A `watch_lagged` error (never from a followed watch) names the
+    /// revision to watch again after (`resume_after`): nothing after it was lost.
     pub async fn next(&mut self) -> Option<Result<WatchBatch, ApiError>> {
-        match &mut self.inner {
-            Inner::Local(watch) => watch.next().await.map(|b| b.map_err(|e| engine_error(Operation::StateWatch, e))),
-            Inner::Remote(watch) => watch.next().await,
-            Inner::Http(watch) => watch.next().await,
+        loop {
+            let next = match &mut self.inner {
+                Inner::Local(watch) => {
+                    watch.next().await.map(|b| b.map_err(|e| engine_error(Operation::StateWatch, e)))
+                }
+                Inner::Owner(watch) => watch.next().await,
+                Inner::Http(watch) => watch.next().await,
+            };
+            let resume_after = match (&next, &self.again) {
+                (Some(Err(error)), Some(_)) if error.code == ErrorCode::WatchLagged => error.resume_after,
+                _ => None,
+            };
+            let (Some(resume_after), Some(again)) = (resume_after, &self.again) else { return next };
+            // A burst of writes outran this watch: watch again from where it stopped, so no
+            // change is missed. History compacted past that point ends it (`compacted`).
+            let request = WatchRequest { after_revision: Some(resume_after), ..again.request.clone() };
+            match again.api.watch(again.principal.as_ref(), request).await {
+                Ok(resumed) => self.inner = resumed.inner,
+                Err(error) => return Some(Err(error)),
+            }
         }
     }
 
@@ -49,7 +88,7 @@ impl Watcher {
     pub fn position(&self) -> u64 {
         match &self.inner {
             Inner::Local(watch) => watch.position(),
-            Inner::Remote(watch) => watch.position(),
+            Inner::Owner(watch) => watch.position(),
             Inner::Http(watch) => watch.position(),
         }
     }

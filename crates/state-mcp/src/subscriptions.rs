@@ -16,8 +16,7 @@ use std::time::Duration;
 use rmcp::ErrorData as McpError;
 use state_api::auth::Principal;
 use state_api::catalog::Profile;
-use state_api::{Api, ErrorCode, Watcher};
-use state_core::ops::watch::WatchRequest;
+use state_api::{Api, Watcher};
 use tokio::task::AbortHandle;
 
 use crate::resources::{self, Target};
@@ -56,10 +55,7 @@ impl Drop for Subscriptions {
 
 /// The changes to one subscribed resource.
 pub(crate) struct Changes {
-    api: Api,
-    principal: Option<Principal>,
     uri: String,
-    request: WatchRequest,
     watcher: Watcher,
     ended: bool,
 }
@@ -79,15 +75,10 @@ pub(crate) async fn follow(
         )
     })?;
     let Some(request) = target.watch() else { return Ok(None) };
-    let watcher = api.watch(principal, request.clone()).await.map_err(|e| resources::error_for(uri, &e))?;
-    Ok(Some(Changes {
-        api: api.clone(),
-        principal: principal.cloned(),
-        uri: uri.to_owned(),
-        request,
-        watcher,
-        ended: false,
-    }))
+    // Followed: a subscriber that falls behind a burst of writes watches on from where it
+    // stopped, and only hears that the resource changed.
+    let watcher = api.follow(principal, request).await.map_err(|e| resources::error_for(uri, &e))?;
+    Ok(Some(Changes { uri: uri.to_owned(), watcher, ended: false }))
 }
 
 impl Changes {
@@ -127,17 +118,6 @@ impl Changes {
     async fn next_change(&mut self) -> bool {
         match self.watcher.next().await {
             Some(Ok(_)) => true,
-            // Too many changes too fast for this subscriber: it changed, and following on from
-            // now is enough, since the client reads the resource as it is anyway.
-            Some(Err(error)) if error.code == ErrorCode::WatchLagged => {
-                match self.api.watch(self.principal.as_ref(), self.request.clone()).await {
-                    Ok(watcher) => {
-                        self.watcher = watcher;
-                        true
-                    }
-                    Err(error) => self.stop(&error.message),
-                }
-            }
             Some(Err(error)) => self.stop(&error.message),
             None => self.stop("the store closed"),
         }

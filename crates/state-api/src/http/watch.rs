@@ -1,6 +1,7 @@
-//! A watch through a `state-http` server: `GET /v1/watch` as server-sent events. A broken
-//! stream is reopened with `Last-Event-ID` set to the last revision delivered, so changes are
-//! neither missed nor repeated across a server restart.
+//! A watch through a `state-http` server: `GET /v1/watch` as server-sent events, one
+//! [`WatchSource`] of the resuming watcher. A broken stream is reopened with `Last-Event-ID`
+//! set to the last revision delivered, so changes are neither missed nor repeated across a
+//! server restart.
 
 use state_store::backoff::Backoff;
 use std::time::Duration;
@@ -14,98 +15,63 @@ use serde_json::Value;
 use state_core::ops::watch::{WatchBatch, WatchRequest};
 use tokio::time::Instant;
 
-use super::HttpRemote;
+use super::{HttpRemote, problem_to_error};
+use crate::watch::{Happening, Resuming, WatchSource};
 use crate::reply::{ApiError, ErrorCode};
 
 /// Largest event accepted: a revision's changes with their values, well past the server's
 /// largest request body.
 const MAX_EVENT_BYTES: usize = 64 << 20;
 
-/// A watch served by a `state-http`; see the module docs.
-pub(crate) struct HttpWatch {
-    remote: HttpRemote,
-    request: WatchRequest,
-    /// The last revision delivered, or the one the watch started after.
-    position: u64,
-    stream: Option<EventStream>,
-    ended: bool,
+impl HttpRemote {
+    pub(crate) async fn watch(&self, request: WatchRequest) -> Result<Resuming<HttpRemote>, ApiError> {
+        Resuming::start(self.clone(), request).await
+    }
+}
+
+impl WatchSource for HttpRemote {
+    type Stream = EventStream;
+
+    async fn open(&self, request: &WatchRequest, resume_after: Option<u64>) -> Result<(EventStream, u64), ApiError> {
+        self.open_stream(request, resume_after).await
+    }
+
+    async fn next(&self, stream: &mut EventStream, _position: u64) -> Happening {
+        let event = match stream.next().await {
+            Ok(Some(event)) => event,
+            // The server stopped, a proxy timed out.
+            Ok(None) | Err(_) => return Happening::Broke,
+        };
+        match event.kind.as_deref() {
+            None | Some("message") => match serde_json::from_str::<WatchBatch>(&event.data) {
+                Ok(batch) => Happening::Batch(batch),
+                Err(e) => Happening::Ended(Some(malformed(format!("a change it could not read ({e})")))),
+            },
+            Some("position") => match event.id.and_then(|id| id.parse().ok()) {
+                Some(position) => Happening::Position(position),
+                None => Happening::Nothing,
+            },
+            Some("problem") => Happening::Ended(Some(problem_error(&event.data))),
+            // Event types added later are for clients that know them.
+            Some(_) => Happening::Nothing,
+        }
+    }
 }
 
 impl HttpRemote {
-    pub(crate) async fn watch(&self, request: WatchRequest) -> Result<HttpWatch, ApiError> {
-        let mut watch = HttpWatch { remote: self.clone(), request, position: 0, stream: None, ended: false };
-        let (stream, position) = watch.open(None).await?;
-        watch.stream = Some(stream);
-        watch.position = position;
-        Ok(watch)
-    }
-}
-
-impl HttpWatch {
-    pub(crate) fn position(&self) -> u64 {
-        self.position
-    }
-
-    pub(crate) async fn next(&mut self) -> Option<Result<WatchBatch, ApiError>> {
-        while !self.ended {
-            let stream = match &mut self.stream {
-                Some(stream) => stream,
-                None => match self.open(Some(self.position)).await {
-                    Ok((stream, _)) => self.stream.insert(stream),
-                    Err(error) => return self.end(Some(error)),
-                },
-            };
-            let event = match stream.next().await {
-                Ok(Some(event)) => event,
-                Ok(None) | Err(_) => {
-                    // The stream broke off (the server stopped, a proxy timed out): reopen it.
-                    self.stream = None;
-                    continue;
-                }
-            };
-            match event.kind.as_deref() {
-                None | Some("message") => match serde_json::from_str::<WatchBatch>(&event.data) {
-                    Ok(batch) => {
-                        self.position = batch.revision;
-                        return Some(Ok(batch));
-                    }
-                    Err(e) => return self.end(Some(malformed(format!("a change it could not read ({e})")))),
-                },
-                Some("position") => {
-                    if let Some(position) = event.id.and_then(|id| id.parse().ok()) {
-                        self.position = position;
-                    }
-                }
-                Some("problem") => {
-                    self.stream = None;
-                    match problem_error(&event.data) {
-                        // The server is stopping: reopen on the one that follows it.
-                        error if error.code == ErrorCode::Unavailable => {}
-                        error => return self.end(Some(error)),
-                    }
-                }
-                // Event types added later are for clients that know them.
-                Some(_) => {}
-            }
-        }
-        None
-    }
-
-    fn end(&mut self, error: Option<ApiError>) -> Option<Result<WatchBatch, ApiError>> {
-        self.ended = true;
-        self.stream = None;
-        error.map(Err)
-    }
-
     /// Opens the event stream, after `resume_after` when resuming, retrying an unreachable or
     /// restarting server until the settle timeout. Returns it with the revision it starts
     /// after.
-    async fn open(&self, resume_after: Option<u64>) -> Result<(EventStream, u64), ApiError> {
-        let remote = &self.remote;
+    async fn open_stream(
+        &self,
+        request: &WatchRequest,
+        resume_after: Option<u64>,
+    ) -> Result<(EventStream, u64), ApiError> {
+        let remote = self;
         let deadline = Instant::now() + remote.settle_timeout;
         let mut backoff = Backoff::new(Duration::from_millis(20), Duration::from_secs(1));
         loop {
-            let problem = match self.connect(resume_after).await {
+            let problem = match self.try_stream(request, resume_after).await {
                 Ok(opened) => return Ok(opened),
                 Err(Attempt::Refused(error)) => return Err(error),
                 Err(Attempt::Retry(problem)) => problem,
@@ -123,9 +89,9 @@ impl HttpWatch {
         }
     }
 
-    async fn connect(&self, resume_after: Option<u64>) -> Result<(EventStream, u64), Attempt> {
-        let remote = &self.remote;
-        let url = format!("{}/v1/watch?{}", remote.base, query(&self.request));
+    async fn try_stream(&self, request: &WatchRequest, resume_after: Option<u64>) -> Result<(EventStream, u64), Attempt> {
+        let remote = self;
+        let url = format!("{}/v1/watch?{}", remote.base, query(request));
         let mut request = Request::get(url).header(ACCEPT, "text/event-stream");
         if let Some(authorization) = &remote.authorization {
             request = request.header(AUTHORIZATION, authorization.clone());
@@ -140,20 +106,9 @@ impl HttpWatch {
         let status = response.status();
         if !status.is_success() {
             let body = response.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-            let fallback = match status.as_u16() {
-                401 | 403 => ErrorCode::Forbidden,
-                404 => ErrorCode::NotFound,
-                410 => ErrorCode::Compacted,
-                400..=499 => ErrorCode::InvalidArguments,
-                _ => ErrorCode::Unavailable,
-            };
-            let error = match serde_json::from_slice::<Value>(&body) {
-                Ok(problem) => problem_to_error(&problem, fallback),
-                Err(_) => ApiError::new(fallback, format!("the server answered {status}")),
-            };
-            return Err(match error.code {
-                ErrorCode::Unavailable => Attempt::Retry(error.message),
-                _ => Attempt::Refused(error),
+            return Err(match super::refusal(status, &body) {
+                Ok(error) => Attempt::Refused(error),
+                Err(reason) => Attempt::Retry(reason),
             });
         }
         let mut stream = EventStream { body: response.into_body(), buffer: BytesMut::new() };
@@ -193,7 +148,7 @@ struct Event {
 }
 
 /// Reads server-sent events off a response body.
-struct EventStream {
+pub(crate) struct EventStream {
     body: Incoming,
     buffer: BytesMut,
 }
@@ -299,20 +254,6 @@ fn problem_error(data: &str) -> ApiError {
     match serde_json::from_str::<Value>(data) {
         Ok(problem) => problem_to_error(&problem, ErrorCode::Internal),
         Err(_) => malformed(format!("a problem it could not read: {data:?}")),
-    }
-}
-
-/// A problem document (RFC 9457, with this server's `code` member) as an error; `fallback`
-/// when its code is not one of the seam's (`unauthorized`, from HTTP itself).
-fn problem_to_error(problem: &Value, fallback: ErrorCode) -> ApiError {
-    let code = problem.get("code").cloned().and_then(|c| serde_json::from_value(c).ok());
-    let detail = problem.get("detail").and_then(Value::as_str).unwrap_or("the server reported a problem");
-    let number = |name: &str| problem.get(name).and_then(Value::as_u64);
-    ApiError {
-        argument: problem.get("argument").and_then(Value::as_str).map(str::to_owned),
-        compacted_revision: number("compacted_revision"),
-        resume_after: number("resume_after"),
-        ..ApiError::new(code.unwrap_or(fallback), detail)
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::catalog::Operation;
-use state_core::ops::watch::{WatchBatch, WatchRequest};
+use state_core::ops::watch::WatchRequest;
 use state_store::EngineError;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use super::{Connection, Pending, Remote, connection, forget};
 use crate::local::engine_error;
 use crate::reply::{ApiError, ErrorCode};
+use crate::watch::{Happening, Resuming, WatchSource};
 use crate::wire::{self, Call, ReplyFrame};
 
 /// Bytes of frames a joiner holds for one watch, at most (a frame larger than this alone is
@@ -68,18 +69,8 @@ pub(super) async fn stop(connection: Arc<Connection>, id: u64) {
     }
 }
 
-/// A watch served by the owner; see the module docs.
-pub(crate) struct RemoteWatch {
-    remote: Remote,
-    request: WatchRequest,
-    /// The last revision delivered (or the one the watch started after).
-    position: u64,
-    open: Option<Open>,
-    ended: bool,
-}
-
 /// The watch as open on one connection.
-struct Open {
+pub(crate) struct Open {
     connection: Arc<Connection>,
     id: u64,
     frames: mpsc::UnboundedReceiver<(ReplyFrame, usize)>,
@@ -111,9 +102,8 @@ impl Open {
 }
 
 impl Remote {
-    pub(crate) async fn watch(&self, request: WatchRequest) -> Result<RemoteWatch, ApiError> {
-        let (open, position) = self.open_watch(&request).await?;
-        Ok(RemoteWatch { remote: self.clone(), request, position, open: Some(open), ended: false })
+    pub(crate) async fn watch(&self, request: WatchRequest) -> Result<Resuming<Remote>, ApiError> {
+        Resuming::start(self.clone(), request).await
     }
 
     /// Opens `request` on the live connection, rejoining (and waiting out an owner that is
@@ -179,64 +169,34 @@ impl Connection {
     }
 }
 
-impl RemoteWatch {
-    pub(crate) fn position(&self) -> u64 {
-        self.position
-    }
+impl WatchSource for Remote {
+    type Stream = Open;
 
-    pub(crate) async fn next(&mut self) -> Option<Result<WatchBatch, ApiError>> {
-        while !self.ended {
-            let open = match &mut self.open {
-                Some(open) => open,
-                None => {
-                    let request = WatchRequest { after_revision: Some(self.position), ..self.request.clone() };
-                    match self.remote.open_watch(&request).await {
-                        Ok((open, _)) => self.open.insert(open),
-                        Err(error) => return self.end(Some(error)),
-                    }
-                }
-            };
-            let frame = match open.frames.recv().await {
-                Some((frame, bytes)) => {
-                    open.took(bytes).await;
-                    Some(frame)
-                }
-                None => None,
-            };
-            match frame {
-                Some(ReplyFrame { batch: Some(batch), .. }) => {
-                    self.position = batch.revision;
-                    return Some(Ok(batch));
-                }
-                Some(ReplyFrame { end: true, error, .. }) => {
-                    self.open = None;
-                    match error {
-                        // The owner is stopping: resume on the one that follows it.
-                        Some(error) if error.code == ErrorCode::Unavailable => {}
-                        error => return self.end(error),
-                    }
-                }
-                Some(_) => {}
-                None if open.overflowed.load(Ordering::SeqCst) => {
-                    let lagged = EngineError::WatchLagged { resume_after: self.position };
-                    return self.end(Some(engine_error(Operation::StateWatch, lagged)));
-                }
-                None => {
-                    // The connection ended. Unless this client is closing, resume on the next.
-                    self.open = None;
-                    if self.remote.inner.closing.load(Ordering::SeqCst) {
-                        return self.end(None);
-                    }
-                }
-            }
+    async fn open(&self, request: &WatchRequest, resume_after: Option<u64>) -> Result<(Open, u64), ApiError> {
+        match resume_after {
+            Some(after) => self.open_watch(&WatchRequest { after_revision: Some(after), ..request.clone() }).await,
+            None => self.open_watch(request).await,
         }
-        None
     }
 
-    fn end(&mut self, error: Option<ApiError>) -> Option<Result<WatchBatch, ApiError>> {
-        self.ended = true;
-        self.open = None;
-        error.map(Err)
+    async fn next(&self, open: &mut Open, position: u64) -> Happening {
+        let Some((frame, bytes)) = open.frames.recv().await else {
+            if open.overflowed.load(Ordering::SeqCst) {
+                let lagged = EngineError::WatchLagged { resume_after: position };
+                return Happening::Ended(Some(engine_error(Operation::StateWatch, lagged)));
+            }
+            return Happening::Broke;
+        };
+        open.took(bytes).await;
+        match frame {
+            ReplyFrame { batch: Some(batch), .. } => Happening::Batch(batch),
+            ReplyFrame { end: true, error, .. } => Happening::Ended(error),
+            _ => Happening::Nothing,
+        }
+    }
+
+    fn closing(&self) -> bool {
+        self.inner.closing.load(Ordering::SeqCst)
     }
 }
 

@@ -203,3 +203,36 @@ async fn a_joined_watcher_that_stops_reading_gets_every_change_once_it_reads_aga
     assert_eq!(take(&mut stalled, expected.len()).await, expected);
     finish(stalled, [watching, writing], stop, serving).await;
 }
+
+#[tokio::test]
+async fn a_followed_watcher_that_falls_behind_goes_on_where_it_stopped() {
+    // Room for eight commits only: a watcher that does not read lags at once.
+    let config = state_store::EngineConfig { watch_buffer: 8, ..state_store::EngineConfig::default() };
+    let backend = std::sync::Arc::new(state_store::RedbBackend::in_memory().unwrap());
+    let engine = state_store::Engine::new(backend, std::sync::Arc::new(state_store::SystemClock), config).unwrap();
+    let api = Api::local(state_api::Local::standalone(engine));
+    let mut plain = api.watch(None, prefix("bulk/", None)).await.unwrap();
+    let mut followed = api.follow(None, prefix("bulk/", None)).await.unwrap();
+    let start = followed.position();
+    let mut expected = Vec::new();
+    for i in 0..60 {
+        expected.push((set(&api, &format!("bulk/{i}"), i).await, format!("bulk/{i}"), json!(i)));
+        set(&api, &format!("other/{i}"), i).await;
+    }
+    assert!(expected[0].0 > start);
+
+    // Without following, the watch ends lagged, naming where to resume.
+    let lagged = loop {
+        match tokio::time::timeout(WAIT, plain.next()).await.expect("the plain watch moves") {
+            Some(Ok(_)) => continue,
+            Some(Err(error)) => break error,
+            None => panic!("the watch ended without saying why"),
+        }
+    };
+    assert_eq!(lagged.code, ErrorCode::WatchLagged, "{lagged:?}");
+    // Followed, the same fall gets every change, once, in order.
+    assert_eq!(take(&mut followed, expected.len()).await, expected);
+    assert!(followed.position() >= expected.last().unwrap().0);
+    drop((plain, followed));
+    api.close().await;
+}

@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use state_api::catalog::Operation;
-use state_api::{Api, ErrorCode};
+use state_api::Api;
 use state_core::UnixMillis;
 use state_core::ops::NameListRequest;
 use state_core::ops::checkpoint::{CheckpointTimelineRequest, TimelineFormat};
@@ -75,13 +75,14 @@ async fn inspect(api: &Arc<Api>, target: String, scope: Arc<str>) -> Result<u8> 
     // pages already show is recognised by its revision.
     let watch_request =
         WatchRequest { prefix: Some(scope.to_string()), include_values: Some(false), ..WatchRequest::default() };
-    let watcher = api.watch(None, watch_request.clone()).await;
+    // Followed: a burst of writes that outruns the watch does not stop live updates.
+    let watcher = api.follow(None, watch_request).await;
     let mut terminal = terminal::Terminal::enter()?;
     spawn_input(tx.clone());
     tokio::spawn(load_keys(Arc::clone(api), Arc::clone(&scope), tx.clone()));
     match watcher {
         Ok(watcher) => {
-            tokio::spawn(follow(Arc::clone(api), watch_request, watcher, tx.clone()));
+            tokio::spawn(follow(Arc::clone(api), watcher, tx.clone()));
         }
         Err(error) => {
             let _ = tx.send(Input::Loaded(Loaded::Failed(format!("live updates are off: {}", error.message))));
@@ -193,38 +194,21 @@ async fn load_keys(api: Arc<Api>, scope: Arc<str>, tx: mpsc::UnboundedSender<Inp
     }
 }
 
-async fn follow(
-    api: Arc<Api>,
-    mut request: WatchRequest,
-    mut watcher: state_api::Watcher,
-    tx: mpsc::UnboundedSender<Input>,
-) {
+async fn follow(api: Arc<Api>, mut watcher: state_api::Watcher, tx: mpsc::UnboundedSender<Input>) {
     while let Some(batch) = watcher.next().await {
-        let error = match batch {
+        match batch {
             Ok(batch) => {
                 let mut changes = changes_of(batch);
                 with_expiry(&api, &mut changes).await;
                 if tx.send(Input::Loaded(Loaded::Changed(changes))).is_err() {
                     return;
                 }
-                continue;
             }
-            // A burst of writes outran this watch: watch again from where it stopped, so no
-            // change is missed and the browser stays live.
-            Err(error) if error.code == ErrorCode::WatchLagged && error.resume_after.is_some() => {
-                request.after_revision = error.resume_after;
-                match api.watch(None, request.clone()).await {
-                    Ok(resumed) => {
-                        watcher = resumed;
-                        continue;
-                    }
-                    Err(error) => error,
-                }
+            Err(error) => {
+                let _ = tx.send(Input::Loaded(Loaded::Failed(format!("live updates stopped: {}", error.message))));
+                return;
             }
-            Err(error) => error,
-        };
-        let _ = tx.send(Input::Loaded(Loaded::Failed(format!("live updates stopped: {}", error.message))));
-        return;
+        }
     }
 }
 
