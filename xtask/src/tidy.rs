@@ -71,6 +71,11 @@ fn layers_point_one_way() {
         ["state-compat", "state-core", "state-store"],
         "the seam builds on the engine, the core and the replaced servers' shapes alone"
     );
+    assert_eq!(
+        ours("state-boot"),
+        ["state-api"],
+        "the binaries' shared start (flags, logging, reaching the store) holds the seam alone"
+    );
     for frontend in frontends.iter().filter(|f| graph.contains_key(**f)) {
         for dependency in ours(frontend) {
             // The one named exception: state-http mounts state-mcp's MCP handler at /mcp
@@ -79,7 +84,11 @@ fn layers_point_one_way() {
             // statectl reads the replaced servers' databases to import them.
             let imports = *frontend == "state-cli" && dependency == "state-compat";
             assert!(
-                dependency == "state-api" || dependency == "state-core" || mounts_mcp || imports,
+                dependency == "state-api"
+                    || dependency == "state-boot"
+                    || dependency == "state-core"
+                    || mounts_mcp
+                    || imports,
                 "{frontend} depends on {dependency}: frontends hold the seam (state-api), never the engine, \
                  a backend or another frontend"
             );

@@ -254,6 +254,5 @@ impl Transport for HttpRemote {
 
 mod watch;
 
-
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,6 @@ mod api;
 pub mod auth;
 pub mod catalog;
 mod classify;
-pub mod cli;
 mod http;
 mod local;
 mod logfile;

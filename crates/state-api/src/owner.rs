@@ -533,13 +533,15 @@ async fn serve_call(local: &Local, allowed: &Options, call: Call) -> Reply {
 }
 
 /// Everything `<binary> owner` does, for a binary's `main`: prepare the database's directory
-/// and the size-capped log beside it, hand the log to `start_logging` (the binary installs its
-/// subscriber there), then [`run`] on a one-thread runtime.
+/// and the size-capped log beside it (`config.log_file`), hand the log to `start_logging` (the
+/// binary installs its subscriber there), then [`run`] on a one-thread runtime, printing the
+/// readiness line on stdout if `notify_ready`.
 pub fn main(
-    args: &crate::cli::OwnerArgs,
+    config: OwnerConfig,
+    notify_ready: bool,
     start_logging: impl FnOnce(crate::CappedLog),
 ) -> Result<OwnerExit, MainError> {
-    let db = args.database.database()?;
+    let db = config.db.clone();
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
         state_store::files::create_private_dir_all(dir)
             .map_err(|source| MainError::Setup { path: dir.to_owned(), source })?;
@@ -555,15 +557,9 @@ pub fn main(
         .enable_all()
         .build()
         .map_err(|source| MainError::Setup { path: PathBuf::from("(runtime)"), source })?;
-    let config = OwnerConfig {
-        db,
-        runtime_dir: args.database.runtime_dir.clone(),
-        idle: args.idle,
-        settings: args.engine.settings(),
-        log_file: Some(log_path),
-    };
+    let config = OwnerConfig { log_file: Some(log_path), ..config };
     let mut stdout = std::io::stdout();
-    let notify: Option<&mut dyn std::io::Write> = if args.notify_ready { Some(&mut stdout) } else { None };
+    let notify: Option<&mut dyn std::io::Write> = if notify_ready { Some(&mut stdout) } else { None };
     let exit = runtime.block_on(run(config, notify))?;
     tracing::info!(?exit, "owner exited");
     Ok(exit)
@@ -573,8 +569,6 @@ pub fn main(
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MainError {
-    #[error(transparent)]
-    NoDataDir(#[from] crate::cli::NoDataDir),
     #[error("cannot prepare {}: {source}", path.display())]
     Setup { path: PathBuf, source: std::io::Error },
     #[error(transparent)]

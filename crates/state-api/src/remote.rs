@@ -299,7 +299,8 @@ impl Transport for Remote {
 
     fn encode(&self, op: Operation, args: &Value, request_id: Option<&str>) -> Result<Encoded, ApiError> {
         let id = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
-        let call = Call { id, op: op.id(), args: args.clone(), request_id: request_id.map(str::to_owned), ..Call::default() };
+        let call =
+            Call { id, op: op.id(), args: args.clone(), request_id: request_id.map(str::to_owned), ..Call::default() };
         let frame = wire::encode(&call)
             .map_err(|e| ApiError::new(ErrorCode::Internal, format!("cannot encode a call: {e}")))?;
         Ok(Encoded { id, frame })
@@ -320,7 +321,11 @@ impl Transport for Remote {
             Err(_) => {
                 connection.abandon(call.id);
                 let pid = connection.welcome.pid;
-                tracing::warn!(op = op.name(), owner_pid = pid, "the owner has not answered a call for {answer_within:?}");
+                tracing::warn!(
+                    op = op.name(),
+                    owner_pid = pid,
+                    "the owner has not answered a call for {answer_within:?}"
+                );
                 let why = Unreached {
                     transient: true,
                     reason: format!(
@@ -722,4 +727,3 @@ mod takeover;
 #[cfg(test)]
 mod tests;
 mod watch;
-

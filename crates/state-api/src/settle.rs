@@ -44,10 +44,16 @@ pub(crate) enum Attempt {
     Answered(Reply),
     /// Lost on the way (a connection broke, a gateway answered for its server); worth trying
     /// again. `sent`: it may have reached the store.
-    Lost { sent: bool, reason: String },
+    Lost {
+        sent: bool,
+        reason: String,
+    },
     /// No attempt can get through before the deadline, or the store took the call and has not
     /// answered in time: settled as unreached now.
-    Unreached { sent: bool, why: Unreached },
+    Unreached {
+        sent: bool,
+        why: Unreached,
+    },
 }
 
 /// Runs `op` through `transport` until it is answered, or answers why it could not be: a

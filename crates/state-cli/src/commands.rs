@@ -40,7 +40,7 @@ use state_core::ops::workflow::{
 use crate::input;
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum Command {
+pub enum Command {
     /// Read a key: its value, version and revision
     Get {
         key: String,
@@ -65,7 +65,7 @@ pub(crate) enum Command {
         #[arg(long)]
         create_only: bool,
         /// Expire the key after this long (e.g. 30s, 5m, 1h)
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         ttl: Option<std::time::Duration>,
         /// Store VALUE as a JSON string instead of parsing it as JSON
         #[arg(long)]
@@ -189,20 +189,20 @@ pub(crate) enum Command {
 
 /// Who a write is recorded as.
 #[derive(Debug, Args)]
-pub(crate) struct Who {
+pub struct Who {
     /// Recorded as the writer in history
     #[arg(long, env = "STATE_AGENT")]
     agent: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum LeaseCommand {
+pub enum LeaseCommand {
     /// Take a lease, or learn who holds it (exit 4)
     Acquire {
         resource: String,
         #[arg(long)]
         holder: String,
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         ttl: std::time::Duration,
     },
     /// Extend a lease you hold
@@ -213,7 +213,7 @@ pub(crate) enum LeaseCommand {
         /// The fencing token the grant or claim returned
         #[arg(long, value_name = "N")]
         fencing_token: u64,
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         ttl: std::time::Duration,
     },
     /// Give up a lease you hold
@@ -235,7 +235,7 @@ pub(crate) enum LeaseCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum SemaphoreCommand {
+pub enum SemaphoreCommand {
     /// Take one of a semaphore's permits, waiting up to --wait; when all are held, lists the
     /// holders (exit 4)
     Acquire {
@@ -245,10 +245,10 @@ pub(crate) enum SemaphoreCommand {
         /// How many holders at once; every holder must give the same number
         #[arg(long)]
         capacity: u32,
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         ttl: std::time::Duration,
         /// Wait this long for a permit when all are held (at most 55s)
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         wait: Option<std::time::Duration>,
     },
     /// Extend a permit you hold
@@ -259,7 +259,7 @@ pub(crate) enum SemaphoreCommand {
         /// The fencing token the grant returned
         #[arg(long, value_name = "N")]
         fencing_token: u64,
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         ttl: std::time::Duration,
     },
     /// Give back a permit you hold
@@ -281,7 +281,7 @@ pub(crate) enum SemaphoreCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum PathsCommand {
+pub enum PathsCommand {
     /// Reserve paths or globs (`src/**`, `docs/*.md`, `docs/`) in a scope; refused, reserving
     /// nothing, when another holder's reservation overlaps (exit 4, naming it)
     Reserve {
@@ -291,7 +291,7 @@ pub(crate) enum PathsCommand {
         patterns: Vec<String>,
         #[arg(long)]
         holder: String,
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         ttl: std::time::Duration,
         /// Others may reserve overlapping paths too, unless theirs is exclusive
         #[arg(long)]
@@ -307,7 +307,7 @@ pub(crate) enum PathsCommand {
         reservation_id: u64,
         #[arg(long)]
         holder: String,
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         ttl: std::time::Duration,
     },
     /// Give back one reservation, or every one of yours in the scope
@@ -339,7 +339,7 @@ pub(crate) enum PathsCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum QueueCommand {
+pub enum QueueCommand {
     /// Put a message on a queue (an agent's inbox: inbox/<agent>)
     Send {
         queue: String,
@@ -349,13 +349,13 @@ pub(crate) enum QueueCommand {
         #[arg(long)]
         priority: Option<u8>,
         /// Not receivable before this long from now
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         delay: Option<std::time::Duration>,
         /// While a message with this key is in the queue, return it instead of sending
         #[arg(long)]
         dedupe_key: Option<String>,
         /// Dropped this long from now unless acknowledged
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         ttl: Option<std::time::Duration>,
         /// Receives before it moves to <queue>.dead (default 5)
         #[arg(long)]
@@ -369,10 +369,10 @@ pub(crate) enum QueueCommand {
         #[arg(long, env = "STATE_AGENT")]
         consumer: String,
         /// How long it stays hidden unless acknowledged (default 30s)
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         visibility: Option<std::time::Duration>,
         /// Wait this long for a message when none is visible (at most 55s)
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         wait: Option<std::time::Duration>,
     },
     /// Remove a received message for good (exit 5 if it was received again since)
@@ -388,7 +388,7 @@ pub(crate) enum QueueCommand {
         message_id: String,
         #[arg(long, value_name = "N")]
         receipt: u64,
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         delay: Option<std::time::Duration>,
     },
     /// Counts by state and the first messages, without receiving
@@ -405,7 +405,7 @@ pub(crate) enum QueueCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum WorkflowCommand {
+pub enum WorkflowCommand {
     /// Register a run for a worker to claim
     Create {
         name: String,
@@ -424,7 +424,7 @@ pub(crate) enum WorkflowCommand {
         #[arg(long)]
         priority: Option<u8>,
         /// Not claimable before this long from now
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         delay: Option<std::time::Duration>,
         /// While a run with this key is unfinished, return it instead of creating another
         #[arg(long)]
@@ -447,7 +447,7 @@ pub(crate) enum WorkflowCommand {
         #[arg(long = "tag", value_parser = tag)]
         tags: Vec<(String, String)>,
         /// How long the claim lasts unless renewed
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         ttl: Option<std::time::Duration>,
     },
     /// Record a finished step's output (JSON, @FILE or -)
@@ -463,7 +463,7 @@ pub(crate) enum WorkflowCommand {
         #[command(flatten)]
         claim: Claimed,
         /// How long the renewed claim lasts
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         ttl: Option<std::time::Duration>,
     },
     /// Everything needed to continue a run
@@ -473,7 +473,7 @@ pub(crate) enum WorkflowCommand {
     Status {
         run: String,
         /// Wait this long for the run to finish (at most 55s)
-        #[arg(long, value_parser = state_api::cli::parse_duration)]
+        #[arg(long, value_parser = state_boot::flags::parse_duration)]
         wait: Option<std::time::Duration>,
     },
     /// Finish a run you hold, with its result (JSON, @FILE or -; default null)
@@ -492,7 +492,7 @@ pub(crate) enum WorkflowCommand {
         #[arg(long)]
         retryable: bool,
         /// With --retryable: not claimable again before this long from now (a backoff)
-        #[arg(long, value_parser = state_api::cli::parse_duration, requires = "retryable")]
+        #[arg(long, value_parser = state_boot::flags::parse_duration, requires = "retryable")]
         retry_delay: Option<std::time::Duration>,
     },
     /// Send a run a named signal (an approval, a result), with an optional JSON value
@@ -532,7 +532,7 @@ pub(crate) enum WorkflowCommand {
 
 /// A run as its holder names it: the run, the claiming agent and the claim's fencing token.
 #[derive(Debug, Args)]
-pub(crate) struct Claimed {
+pub struct Claimed {
     run: String,
     #[arg(long)]
     agent: String,
@@ -542,7 +542,7 @@ pub(crate) struct Claimed {
 }
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum SessionCommand {
+pub enum SessionCommand {
     /// Save a snapshot (JSON, @FILE or -)
     Save { id: String, context: Option<String> },
     /// The latest snapshot, or one version
@@ -559,7 +559,7 @@ pub(crate) enum SessionCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum CheckpointCommand {
+pub enum CheckpointCommand {
     /// Save where work stands
     Save {
         description: String,
@@ -616,7 +616,7 @@ pub(crate) enum CheckpointCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub(crate) enum KnowledgeCommand {
+pub enum KnowledgeCommand {
     /// Save a note (markdown, @FILE or -)
     Save {
         id: String,

@@ -143,7 +143,7 @@ async fn owner(cli: &crate::Cli, pid: u32) -> Vec<Check> {
     let stuck = |found: String| {
         fail("owner", found, format!("see its log; `kill {pid}` ends it and the next client starts another"))
     };
-    let api = match crate::connect(cli).await {
+    let api = match crate::run::connect(cli).await {
         Ok(api) => api,
         Err(error) => return vec![stuck(format!("pid {pid} does not answer: {error:#}"))],
     };

@@ -3,22 +3,22 @@
 
 use state_api::Outcome;
 
-pub(crate) const OK: u8 = 0;
+pub const OK: u8 = 0;
 /// Something failed that is none of the below: storage, a bug.
-pub(crate) const FAILURE: u8 = 1;
+pub const FAILURE: u8 = 1;
 /// The command line or the input was wrong (clap also exits 2 on bad flags).
-pub(crate) const USAGE: u8 = 2;
-pub(crate) const NOT_FOUND: u8 = 3;
+pub const USAGE: u8 = 2;
+pub const NOT_FOUND: u8 = 3;
 /// A precondition did not hold: a version, a compare, a lease held by another.
-pub(crate) const CONFLICT: u8 = 4;
+pub const CONFLICT: u8 = 4;
 /// A lease or claim token is no longer current.
-pub(crate) const FENCED: u8 = 5;
+pub const FENCED: u8 = 5;
 /// The store could not be reached, or did not say whether a write was applied.
-pub(crate) const UNAVAILABLE: u8 = 6;
+pub const UNAVAILABLE: u8 = 6;
 /// The token does not cover what the command touches.
-pub(crate) const FORBIDDEN: u8 = 7;
+pub const FORBIDDEN: u8 = 7;
 
-pub(crate) fn of(outcome: Outcome) -> u8 {
+pub fn of(outcome: Outcome) -> u8 {
     match outcome {
         Outcome::Ok => OK,
         Outcome::Conflict => CONFLICT,

@@ -27,7 +27,7 @@ const VERSION: u32 = 1;
 const PAGE: usize = 1000;
 
 #[derive(Debug, Args)]
-pub(crate) struct ExportArgs {
+pub struct ExportArgs {
     /// Write the dump here instead of standard output (written to FILE.partial, then renamed)
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -37,7 +37,7 @@ pub(crate) struct ExportArgs {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct ImportArgs {
+pub struct ImportArgs {
     /// A dump made by `statectl export` (- or nothing: standard input), or with --from, the
     /// other server's SQLite database
     input: Option<PathBuf>,

@@ -8,12 +8,14 @@
 
 mod authn;
 mod browser;
+pub mod flags;
 mod listen;
 mod mcp;
 mod metrics;
 mod openapi;
 mod problem;
 mod rest;
+pub mod run;
 mod sessions;
 
 use std::sync::Arc;

@@ -34,6 +34,28 @@ pub enum ServeError {
     Session(String),
 }
 
+/// Serves MCP on this process's stdin and stdout through `api` until the client disconnects;
+/// `store` names what it serves, for a person who ran it at a terminal by mistake.
+pub async fn serve_stdio(api: state_api::Api, options: state_api::Options, store: &str) -> Result<(), ServeError> {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        eprintln!(
+            "state-mcp {}: an MCP server speaking JSON-RPC on stdin/stdout, for MCP clients to start.\n\
+             store: {store}\n\
+             connect a client, e.g.:  claude mcp add state -- state-mcp --db PATH\n\
+             (Ctrl-D quits; `state-mcp --help` lists options)",
+            env!("CARGO_PKG_VERSION"),
+        );
+    }
+    let server = StateServer::new(api.clone(), options);
+    let (reader, writer) = rmcp::transport::stdio_pipes();
+    let served = serve(server, reader, writer).await;
+    api.close().await;
+    served?;
+    tracing::info!("client disconnected");
+    Ok(())
+}
+
 /// Serves MCP on a byte stream until the client disconnects (EOF).
 pub async fn serve<R, W>(server: StateServer, reader: R, writer: W) -> Result<(), ServeError>
 where

@@ -16,8 +16,8 @@ use state_core::ops::watch::{WatchBatch, WatchRequest};
 use tokio::time::Instant;
 
 use super::{HttpRemote, problem_to_error};
-use crate::watch::{Happening, Resuming, WatchSource};
 use crate::reply::{ApiError, ErrorCode};
+use crate::watch::{Happening, Resuming, WatchSource};
 
 /// Largest event accepted: a revision's changes with their values, well past the server's
 /// largest request body.
@@ -89,7 +89,11 @@ impl HttpRemote {
         }
     }
 
-    async fn try_stream(&self, request: &WatchRequest, resume_after: Option<u64>) -> Result<(EventStream, u64), Attempt> {
+    async fn try_stream(
+        &self,
+        request: &WatchRequest,
+        resume_after: Option<u64>,
+    ) -> Result<(EventStream, u64), Attempt> {
         let remote = self;
         let url = format!("{}/v1/watch?{}", remote.base, query(request));
         let mut request = Request::get(url).header(ACCEPT, "text/event-stream");

@@ -5,11 +5,42 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::catalog::{Profile, ToolGroup};
+use state_api::catalog::{Profile, ToolGroup};
+use state_api::{JoinConfig, Options, OwnerLauncher, Settings};
 
-use crate::options::Options;
-use crate::remote::{JoinConfig, OwnerLauncher};
-use crate::wire::Settings;
+/// A `state-http` to use instead of a local database.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServerArgs {
+    /// A state-http to use instead of a local database, e.g. http://10.0.0.5:7478 (not with
+    /// --standalone)
+    #[arg(long, env = "STATE_SERVER", value_name = "URL")]
+    pub server: Option<String>,
+
+    /// Bearer token for --server (prefer the environment: a command line is visible to others)
+    #[arg(long, env = "STATE_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+/// The log filter for stderr. Its default is each binary's ([`with_log_default`]).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LogArgs {
+    /// Log filter for stderr, e.g. "info" or "state_api=debug"
+    #[arg(long, env = "STATE_LOG", value_name = "FILTER", default_value = "info")]
+    pub log: String,
+}
+
+/// `command` with `--log` defaulting to `filter`: a server logs what it does, `statectl`
+/// only what went wrong.
+pub fn with_log_default(command: clap::Command, filter: &'static str) -> clap::Command {
+    command.mut_arg("log", |arg| arg.default_value(filter))
+}
+
+/// Parses the command line against `command` (a binary's own, adjusted), exiting with clap's
+/// message and code on a bad one, as `Parser::parse` does.
+pub fn parse<T: clap::FromArgMatches>(command: clap::Command) -> T {
+    let matches = command.get_matches();
+    T::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
+}
 
 /// Which database, and where its owner's socket lives.
 #[derive(Debug, Clone, clap::Args)]

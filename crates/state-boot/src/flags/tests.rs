@@ -53,8 +53,8 @@ fn every_tool_group_can_be_named_on_the_command_line() {
 
 #[test]
 fn tool_choices_on_the_command_line() {
-    use crate::catalog::Operation;
     use clap::Parser;
+    use state_api::catalog::Operation;
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]

@@ -1,0 +1,14 @@
+//! `state-boot`: what every state binary does before its own work, written once. The flags
+//! they share ([`flags`]: `--db`, `--standalone`, `--server`, `--token`, `--log`, `--tools`,
+//! `--compat`, the `owner` and `generate` subcommands), installing the log ([`logging`]),
+//! reaching the store ([`reach`]: a `state-http`, the database alone, or its owner, started
+//! when none answers) and the `owner` mode ([`owner`]). A binary's `main.rs` is left with
+//! its own flags and the one thing it serves.
+
+pub mod flags;
+pub mod logging;
+pub mod owner;
+pub mod reach;
+
+pub use flags::{OwnerArgs, ServerArgs, StoreArgs, ToolArgs};
+pub use reach::{ReachError, reach};
