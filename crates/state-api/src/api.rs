@@ -48,6 +48,11 @@ impl Api {
         self.dispatch(op, args, None).await
     }
 
+    /// The pages of the listing `op` answers to `args`, following its cursor.
+    pub fn pages(&self, op: Operation, args: Value) -> crate::Pages {
+        crate::Pages::new(self.clone(), op, args)
+    }
+
     /// Runs one operation for `principal`, after checking that its token covers everything the
     /// call touches; `None` is a caller with full access (a local process of the same user).
     pub async fn call_as(&self, principal: Option<&Principal>, op: Operation, args: Value) -> Reply {

@@ -19,6 +19,7 @@ mod local;
 mod logfile;
 mod options;
 pub mod owner;
+mod pages;
 mod paths;
 mod remote;
 mod reply;
@@ -33,6 +34,7 @@ pub use http::{HttpConfig, HttpError};
 pub use local::{Local, StandaloneError};
 pub use logfile::{CappedLog, DEFAULT_LOG_CAP, owner_log_path};
 pub use options::{CORE, Options};
+pub use pages::Pages;
 pub use paths::{
     PathError, RUNTIME_DIR_ENV, Rendezvous, database_holder, free_space, holder_note_path, runtime_dir,
     write_ahead_log_path,

@@ -140,30 +140,29 @@ fn kind_of(name: &str) -> Result<state_core::ops::history::HistoryKind> {
 }
 
 /// Every page of a listing (up to `limit` entries) as one result.
-async fn list_all(api: &Api, op: Operation, mut args: Value, limit: Option<usize>) -> Reply {
+async fn list_all(api: &Api, op: Operation, args: Value, limit: Option<usize>) -> Reply {
+    let mut pages = api.pages(op, args);
     let mut entries: Vec<Value> = Vec::new();
-    loop {
-        let reply = api.call(op, args.clone()).await;
-        let Ok(mut page) = reply.body.clone() else { return reply };
-        let next = page.get("next_cursor").cloned().filter(|c| !c.is_null());
+    let mut last = None;
+    while let Some(reply) = pages.next().await {
+        let Ok(mut page) = reply.body else { return reply };
         if let Some(Value::Array(more)) = page.get_mut("entries").map(Value::take) {
             entries.extend(more);
         }
-        let full = limit.is_some_and(|l| entries.len() >= l);
-        match next {
-            Some(cursor) if !full => args["cursor"] = cursor,
-            _ => {
-                if let Some(l) = limit {
-                    entries.truncate(l);
-                }
-                page["entries"] = Value::Array(entries);
-                if let Some(map) = page.as_object_mut() {
-                    map.remove("next_cursor");
-                }
-                return Reply::result(reply.outcome, page);
-            }
+        last = Some((reply.outcome, page));
+        if limit.is_some_and(|l| entries.len() >= l) {
+            break;
         }
     }
+    let Some((outcome, mut page)) = last else { return Reply::result(state_api::Outcome::Ok, json!({})) };
+    if let Some(l) = limit {
+        entries.truncate(l);
+    }
+    page["entries"] = Value::Array(entries);
+    if let Some(map) = page.as_object_mut() {
+        map.remove("next_cursor");
+    }
+    Reply::result(outcome, page)
 }
 
 /// Prints a reply and gives its exit code: the result on stdout; an error's message on

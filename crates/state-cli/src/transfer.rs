@@ -151,12 +151,11 @@ pub(crate) async fn export(api: &Api, args: &ExportArgs, json: bool) -> Result<u
         None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
     let bar = progress(None, "records");
-    let mut cursor: Option<String> = None;
     let (mut records, mut events, mut first_revision) = (0u64, 0u64, None);
-    let mut revision: u64;
-    loop {
-        let request = request_args(ExportRequest { limit: Some(PAGE), cursor: cursor.clone() })?;
-        let page = match body(api.call(Operation::StoreExport, request).await) {
+    let mut revision: u64 = 0;
+    let mut pages = api.pages(Operation::StoreExport, request_args(ExportRequest { limit: Some(PAGE), cursor: None })?);
+    while let Some(reply) = pages.next().await {
+        let page = match body(reply) {
             Ok(page) => page,
             Err(code) => return Ok(code),
         };
@@ -178,10 +177,6 @@ pub(crate) async fn export(api: &Api, args: &ExportArgs, json: bool) -> Result<u
             write_line(&mut *out, &Line::Record(record))?;
             records += 1;
             bar.inc(1);
-        }
-        match page["next_cursor"].as_str() {
-            Some(next) => cursor = Some(next.to_owned()),
-            None => break,
         }
     }
     if args.history {

@@ -173,11 +173,17 @@ fn row_of(entry: &state_core::ops::kv::ListedEntry) -> KeyRow {
 
 /// Every key name, a page at a time, so the browser is usable after the first page.
 async fn load_keys(api: Arc<Api>, scope: Arc<str>, tx: mpsc::UnboundedSender<Input>) {
-    let mut cursor: Option<String> = None;
-    loop {
-        let request =
-            ListRequest { prefix: scope.to_string(), limit: Some(PAGE), cursor: cursor.clone(), include_values: false };
-        let page: ListResult = match call(&api, Operation::StateList, request).await {
+    let request = ListRequest { prefix: scope.to_string(), limit: Some(PAGE), cursor: None, include_values: false };
+    let mut pages = match crate::commands::request_args(request) {
+        Ok(args) => api.pages(Operation::StateList, args),
+        Err(_) => return,
+    };
+    while let Some(reply) = pages.next().await {
+        let page = reply
+            .body
+            .map_err(|e| e.message)
+            .and_then(|body| serde_json::from_value::<ListResult>(body).map_err(|e| format!("unexpected answer: {e}")));
+        let page = match page {
             Ok(page) => page,
             Err(message) => {
                 let _ = tx.send(Input::Loaded(Loaded::Failed(format!("cannot list keys: {message}"))));
@@ -190,7 +196,6 @@ async fn load_keys(api: Arc<Api>, scope: Arc<str>, tx: mpsc::UnboundedSender<Inp
         if tx.send(Input::Loaded(Loaded::KeysPage { rows, done })).is_err() || done {
             return;
         }
-        cursor = page.next_cursor;
     }
 }
 
