@@ -18,6 +18,7 @@ mod postgres_tls;
 mod readme;
 mod replicas;
 mod routes;
+mod seam;
 mod soak;
 mod watch;
 
