@@ -43,5 +43,6 @@ pub use remote::{DEFAULT_HANG_TIMEOUT, JoinConfig, JoinError, Joined, OwnerLaunc
 pub use reply::{ApiError, ErrorCode, Outcome, Reply};
 pub use settle::longest_own_wait;
 pub use state_store::backend::postgres::{FollowMode, PostgresOptions};
+pub use state_store::{Clock, ManualClock, SystemClock};
 pub use watch::Watcher;
 pub use wire::{Settings, WIRE_VERSION, Welcome};

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::catalog::Operation;
 use state_core::ops::watch::WatchRequest;
-use state_store::{Engine, EngineError, OpenError, RedbBackend, SystemClock};
+use state_store::{Clock, Engine, EngineError, OpenError, RedbBackend};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Notify;
@@ -46,6 +46,9 @@ pub struct OwnerConfig {
     pub settings: Settings,
     /// Where the owner logs, reported to joiners and in health.
     pub log_file: Option<PathBuf>,
+    /// The engine's time: [`SystemClock`] in service, a [`crate::ManualClock`] in tests that
+    /// expire leases and keys through the owner without waiting.
+    pub clock: Arc<dyn Clock>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -119,7 +122,7 @@ impl Owner {
             history_retention: Some(engine_config.history_retention.unwrap_or(0)),
             watch_buffer_bytes: Some(engine_config.watch_buffer_bytes),
         };
-        let engine = Engine::new(Arc::new(backend), Arc::new(SystemClock), engine_config)?;
+        let engine = Engine::new(Arc::new(backend), config.clock.clone(), engine_config)?;
         let listener = match claim_socket(&rendezvous.socket).await {
             Ok(listener) => listener,
             Err(error) => {

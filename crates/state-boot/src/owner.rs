@@ -21,6 +21,7 @@ pub fn main(program: &str, args: &OwnerArgs) -> ExitCode {
         idle: args.idle,
         settings: args.engine.settings(),
         log_file: None,
+        clock: std::sync::Arc::new(state_api::SystemClock),
     };
     match owner::main(config, args.notify_ready, |log| logging::init(&args.log, "info", Sink::Owner(log))) {
         Ok(_) => ExitCode::SUCCESS,

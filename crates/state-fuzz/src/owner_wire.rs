@@ -30,6 +30,7 @@ fn owner() -> &'static Serving {
             idle: Duration::MAX,
             settings: state_api::Settings::default(),
             log_file: None,
+            clock: std::sync::Arc::new(state_api::SystemClock),
         };
         let owner = crate::harness::runtime().block_on(Owner::start(config)).unwrap();
         crate::harness::runtime().spawn(owner.serve(std::future::pending()));

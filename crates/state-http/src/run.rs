@@ -125,6 +125,7 @@ impl Served {
             idle: FOREVER,
             settings: store.engine.settings(),
             log_file: None,
+            clock: std::sync::Arc::new(state_api::SystemClock),
         };
         match Owner::start(config).await {
             Ok(owner) => {

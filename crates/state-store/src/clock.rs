@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use state_core::UnixMillis;
 
-pub trait Clock: Send + Sync + 'static {
+pub trait Clock: std::fmt::Debug + Send + Sync + 'static {
     fn now(&self) -> UnixMillis;
 }
 

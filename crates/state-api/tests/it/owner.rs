@@ -29,6 +29,7 @@ impl Place {
             idle,
             settings: Settings::default(),
             log_file: None,
+            clock: std::sync::Arc::new(state_api::SystemClock),
         }
     }
 
@@ -231,4 +232,36 @@ async fn a_backup_never_overwrites_a_file_and_says_which_one() {
     let relative = api.backup("copy2.redb".into()).await.unwrap_err();
     assert_eq!(relative.code, state_api::ErrorCode::InvalidArguments, "{}", relative.message);
     api.close().await;
+}
+
+#[tokio::test]
+async fn leases_and_keys_expire_through_the_owner_by_its_clock_not_by_waiting() {
+    let place = Place::new();
+    let clock = state_api::ManualClock::new(state_core::UnixMillis(1_800_000_000_000));
+    let config = OwnerConfig { clock: std::sync::Arc::new(clock.clone()), ..place.config(Duration::from_secs(3600)) };
+    let owner = Owner::start(config).await.unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let serving = tokio::spawn(owner.serve(async move { drop(stopped.await) }));
+    let api = place.join(Options::default(), Duration::from_secs(10)).await;
+
+    let lease = |holder: &str| json!({"resource_id": "printer", "holder_id": holder, "ttl_seconds": 60});
+    assert_eq!(call(&api, Operation::LeaseAcquire, lease("a")).await["status"], "acquired");
+    call(&api, Operation::StateSet, json!({"key": "session", "value": 1, "ttl_seconds": 30})).await;
+    let held = api.call(Operation::LeaseAcquire, lease("b")).await;
+    assert_eq!(held.outcome, Outcome::Conflict, "a holds it for another minute: {:?}", held.body);
+
+    // Thirty seconds on the owner's clock: the key is gone, the lease still held.
+    clock.advance_millis(30_000);
+    let gone = api.call(Operation::StateGet, json!({"key": "session"})).await;
+    assert_eq!(gone.outcome, Outcome::NotFound, "{:?}", gone.body);
+    assert_eq!(api.call(Operation::LeaseAcquire, lease("b")).await.outcome, Outcome::Conflict);
+
+    // Past the minute, b gets it, with a larger fencing token than a's.
+    clock.advance_millis(30_001);
+    let taken = call(&api, Operation::LeaseAcquire, lease("b")).await;
+    assert_eq!((taken["status"].as_str(), taken["holder"].as_str()), (Some("acquired"), Some("b")), "{taken}");
+
+    api.close().await;
+    stop.send(()).unwrap();
+    serving.await.unwrap();
 }
