@@ -1,16 +1,54 @@
-//! Background upkeep: sweep expired keys (so history records their expiry and disk space is
-//! reclaimed), release the runs left waiting on a finished run with many dependents, and
-//! compact history beyond the retention window. Both go through the writer
-//! queue like any other write.
+//! Background upkeep: sweep expired keys (so history and watchers record their expiry and disk
+//! space is reclaimed), release the runs left waiting on a finished run with many dependents,
+//! and compact history beyond the retention window. All go through the writer queue like any
+//! other write.
+//!
+//! The sweeper sleeps until the soonest stored expiry (so an expiry is recorded when it falls,
+//! not up to a sweep interval later), woken early when a write stores a sooner one; the
+//! interval bounds the sleep, for releases, compaction and expiries written by other
+//! processes sharing the database.
 
 use std::sync::Weak;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
+use state_core::UnixMillis;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::{Engine, EngineConfig, Inner};
 use crate::error::EngineError;
 
 const SWEEP_BATCH: usize = 1000;
+
+/// The soonest expiry the writer stored since the sweeper last looked, and the sweeper's bell.
+#[derive(Debug)]
+pub(crate) struct ExpiryHint {
+    soonest: AtomicU64,
+    wake: Notify,
+}
+
+impl Default for ExpiryHint {
+    fn default() -> ExpiryHint {
+        ExpiryHint { soonest: AtomicU64::new(u64::MAX), wake: Notify::new() }
+    }
+}
+
+impl ExpiryHint {
+    /// A committed write stored an entry expiring `at`: wakes the sweeper if that is sooner
+    /// than anything it was told of.
+    pub(crate) fn note(&self, at: UnixMillis) {
+        if at.0 < self.soonest.fetch_min(at.0, Ordering::SeqCst) {
+            self.wake.notify_one();
+        }
+    }
+
+    /// What was noted since the last look, and starts over.
+    fn take(&self) -> Option<UnixMillis> {
+        let soonest = self.soonest.swap(u64::MAX, Ordering::SeqCst);
+        (soonest != u64::MAX).then_some(UnixMillis(soonest))
+    }
+}
 
 /// Stops the background task when dropped.
 #[derive(Debug)]
@@ -24,10 +62,7 @@ impl Drop for MaintenanceHandle {
 
 pub(super) fn spawn(engine: Weak<Inner>, config: EngineConfig) -> MaintenanceHandle {
     MaintenanceHandle(tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(config.sweep_interval);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            ticker.tick().await;
             // Holding only a weak reference lets the engine shut down while we sleep.
             let Some(inner) = engine.upgrade() else { return };
             let engine = Engine { inner };
@@ -36,6 +71,25 @@ pub(super) fn spawn(engine: Weak<Inner>, config: EngineConfig) -> MaintenanceHan
             }
             if let Some(keep) = config.history_retention {
                 compact(&engine, keep).await;
+            }
+            let (hint, clock) = (engine.inner.expiries.clone(), engine.inner.clock.clone());
+            // Anything stored from here on rings the bell; anything before is in the index.
+            hint.take();
+            // One still due after the sweep is one it could not take (a failed write): the
+            // next tick retries it, rather than a sweep every millisecond.
+            let mut due = engine.next_expiry().await.ok().flatten().filter(|at| at.0 > clock.now().0);
+            drop(engine);
+            let tick = tokio::time::Instant::now() + config.sweep_interval;
+            loop {
+                // A millisecond past the expiry: the sweep takes what expired at or before now.
+                let until_due = due.map(|at| Duration::from_millis(at.0.saturating_sub(clock.now().0) + 1));
+                let wake = until_due.map_or(tick, |d| tick.min(tokio::time::Instant::now() + d));
+                tokio::select! {
+                    () = tokio::time::sleep_until(wake) => break,
+                    () = hint.wake.notified() => {
+                        due = due.into_iter().chain(hint.take()).min();
+                    }
+                }
             }
         }
     }))

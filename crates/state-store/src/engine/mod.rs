@@ -59,6 +59,7 @@ use state_core::{Action, Event, EventKind, Limits, UnixMillis};
 use state_core::{expire, kv};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+use self::maintenance::ExpiryHint;
 pub use self::maintenance::MaintenanceHandle;
 use self::view::TxnView;
 pub use self::watch::Watch;
@@ -139,6 +140,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     config: EngineConfig,
     stats: Arc<WriterStats>,
+    /// The soonest expiry written since the sweeper last looked, to wake it early.
+    expiries: Arc<ExpiryHint>,
     started_at: UnixMillis,
 }
 
@@ -149,12 +152,14 @@ impl Engine {
         let (writes, queue) = mpsc::channel(config.queue_depth.max(1));
         let feed = Feed::new(config.watch_buffer.max(1), config.watch_buffer_bytes);
         let stats = Arc::new(WriterStats::default());
+        let expiries = Arc::new(ExpiryHint::default());
         let writer = {
             let (backend, clock, stats, feed) = (backend.clone(), clock.clone(), stats.clone(), feed.clone());
+            let expiries = expiries.clone();
             let max_batch = config.max_batch.max(1);
             std::thread::Builder::new()
                 .name("state-writer".into())
-                .spawn(move || writer::run(backend, clock, queue, max_batch, stats, feed))
+                .spawn(move || writer::run(backend, clock, queue, max_batch, stats, feed, expiries))
                 .map_err(|e| StorageError::Other(format!("cannot start the writer thread: {e}")))?
         };
         let started_at = clock.now();
@@ -172,6 +177,7 @@ impl Engine {
                 clock,
                 config,
                 stats,
+                expiries,
                 started_at,
             }),
         })
@@ -495,7 +501,7 @@ impl Engine {
                         value: Some(json!({"removed": removed})),
                     })?;
                     let result = ResetResult { status: OkStatus::Ok, removed, revision: ctx.next_revision() };
-                    Ok((result, Applied { revision: Some(ctx.next_revision()), touched: true }))
+                    Ok((result, Applied { revision: Some(ctx.next_revision()), touched: true, soonest_expiry: None }))
                 },
                 self.idempotency(once),
                 reply,
@@ -527,6 +533,14 @@ impl Engine {
         .await
     }
 
+    /// When the soonest stored expiry falls, expired or not; `None` when nothing expires.
+    pub async fn next_expiry(&self) -> Result<Option<UnixMillis>, EngineError> {
+        self.read(ReadCost::Point, |txn, _| {
+            Ok(txn.expired_before(UnixMillis(u64::MAX), 1)?.first().and_then(|entry| entry.expires_at))
+        })
+        .await
+    }
+
     /// Releases runs still waiting on finished runs beyond what the finishing write released
     /// itself (see `state_core::workflow::RELEASES_PER_WRITE`). Returns how many finished runs
     /// it worked on; 0 when none is left.
@@ -545,7 +559,7 @@ impl Engine {
                         move |txn: &mut dyn WriteTxn, ctx: &WriteContext| {
                             let before = txn.compacted_revision()?;
                             let after = txn.compact(through.min(ctx.revision), EVENTS_PER_TRANSACTION)?;
-                            Ok((after, Applied { revision: None, touched: after != before }))
+                            Ok((after, Applied { revision: None, touched: after != before, soonest_expiry: None }))
                         },
                         self.idempotency(None),
                         reply,

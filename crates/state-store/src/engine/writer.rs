@@ -15,12 +15,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use state_core::Event;
 use state_core::idempotency::{self, Once, Seen};
 use state_core::ops::history::KeyFilter;
 use state_core::plan::{Mutation, Plan, WriteContext};
+use state_core::{Event, UnixMillis};
 use tokio::sync::{mpsc, oneshot};
 
+use super::maintenance::ExpiryHint;
 use super::view::TxnView;
 use super::watch::Feed;
 use crate::backend::{Backend, Order, ReadTxn, WriteTxn};
@@ -42,10 +43,12 @@ pub(super) struct Applied {
     pub(super) revision: Option<u64>,
     /// It changed stored data (possibly without a revision, like compaction).
     pub(super) touched: bool,
+    /// The soonest expiry among the entries it wrote, for the sweeper to wake by.
+    pub(super) soonest_expiry: Option<UnixMillis>,
 }
 
 impl Applied {
-    const NOTHING: Applied = Applied { revision: None, touched: false };
+    const NOTHING: Applied = Applied { revision: None, touched: false, soonest_expiry: None };
 }
 
 /// One queued write. Applied inside the batch transaction (possibly more than once, if the
@@ -141,7 +144,15 @@ where
         {
             plan.mutations.push(record);
         }
-        let applied = Applied { revision: plan.commit_revision(), touched: plan.commits() };
+        let soonest_expiry = plan
+            .mutations
+            .iter()
+            .filter_map(|m| match m {
+                Mutation::Put(entry) => entry.expires_at,
+                Mutation::Delete(_) => None,
+            })
+            .min();
+        let applied = Applied { revision: plan.commit_revision(), touched: plan.commits(), soonest_expiry };
         apply_plan(txn, &plan)?;
         let Plan { outcome, events, .. } = plan;
         if let Some(feed) = feed {
@@ -298,6 +309,7 @@ pub(super) fn run(
     max_batch: usize,
     stats: Arc<WriterStats>,
     feed: Feed,
+    expiries: Arc<ExpiryHint>,
 ) {
     let mut batch: Vec<Box<dyn Command>> = Vec::with_capacity(max_batch);
     while let Some(first) = queue.blocking_recv() {
@@ -309,7 +321,7 @@ pub(super) fn run(
             }
         }
         stats.record(batch.len());
-        let failure = commit_with_retries(&*backend, &*clock, &mut batch, &stats, &feed).err();
+        let failure = commit_with_retries(&*backend, &*clock, &mut batch, &stats, &feed, &expiries).err();
         if let Some(error) = &failure {
             tracing::error!(%error, commands = batch.len(), "write batch failed; nothing in it was applied");
         }
@@ -328,6 +340,7 @@ fn commit_with_retries(
     batch: &mut [Box<dyn Command>],
     stats: &WriterStats,
     feed: &Feed,
+    expiries: &ExpiryHint,
 ) -> Result<(), StorageError> {
     let mut backoff = Backoff::new(FIRST_BACKOFF, Duration::from_millis(200));
     let mut attempt = 1;
@@ -335,9 +348,13 @@ fn commit_with_retries(
         // Events are copied for watchers only while there are any; a watcher that arrives
         // meanwhile reads this batch from history instead.
         let mut events = (feed.sender.receiver_count() > 0).then(Vec::new);
-        match stage_and_commit(backend, clock, batch, stats, events.as_mut()) {
+        let mut soonest_expiry = None;
+        match stage_and_commit(backend, clock, batch, stats, events.as_mut(), &mut soonest_expiry) {
             Ok(Some((first, last))) => {
                 feed.publish(first, last, events);
+                if let Some(at) = soonest_expiry {
+                    expiries.note(at);
+                }
                 return Ok(());
             }
             Ok(None) => return Ok(()),
@@ -361,6 +378,7 @@ fn stage_and_commit(
     batch: &mut [Box<dyn Command>],
     stats: &WriterStats,
     mut feed: Option<&mut Vec<Event>>,
+    soonest_expiry: &mut Option<UnixMillis>,
 ) -> Result<Option<(u64, u64)>, StorageError> {
     let mut txn = backend.begin_write()?;
     // Where processes share the database, its clock decides expiry, so they all agree.
@@ -375,6 +393,7 @@ fn stage_and_commit(
             revision = committed;
         }
         touched |= applied.touched;
+        *soonest_expiry = (*soonest_expiry).into_iter().chain(applied.soonest_expiry).min();
     }
     if revision != start {
         txn.set_revision(revision)?;

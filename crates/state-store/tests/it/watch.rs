@@ -272,3 +272,27 @@ async fn pages_of_large_values_stop_at_a_size_and_say_there_is_more() {
     let keys = store.engine.list(ListRequest { limit: Some(1000), ..ListRequest::default() }).await.unwrap();
     assert_eq!((keys.entries.len(), keys.next_cursor), (n, None));
 }
+
+/// The sweeper wakes when a stored expiry falls, not at its next interval: with an interval
+/// of an hour, an expiry a few hundred milliseconds away still reaches watchers.
+#[tokio::test]
+async fn an_expiry_reaches_watchers_when_it_falls_not_at_the_next_sweep_interval() {
+    let config = EngineConfig { sweep_interval: Duration::from_secs(3600), ..EngineConfig::default() };
+    let backend = Arc::new(state_store::RedbBackend::in_memory().unwrap());
+    let engine = state_store::Engine::new(backend, Arc::new(state_store::SystemClock), config).unwrap();
+    let _maintenance = engine.start_maintenance();
+    // Let the first sweep run and go to sleep with nothing to wait for.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut watch = engine.watch(WatchRequest { prefix: Some("t/".into()), ..WatchRequest::default() }).await.unwrap();
+    engine
+        .set(state_core::ops::kv::SetRequest { ttl_seconds: Some(0.3), ..set_req("t/short", json!(1), None) })
+        .await
+        .unwrap();
+    let mut kinds = Vec::new();
+    while kinds.len() < 2 {
+        let batch = tokio::time::timeout(Duration::from_secs(30), watch.next()).await;
+        let batch = batch.expect("the expiry arrives long before the hour-long interval").unwrap().unwrap();
+        kinds.extend(batch.events.into_iter().map(|e| serde_json::to_value(e.op).unwrap()));
+    }
+    assert_eq!(kinds, [json!("put"), json!("expired")]);
+}
