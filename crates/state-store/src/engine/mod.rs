@@ -534,7 +534,7 @@ impl Engine {
     }
 
     /// When the soonest stored expiry falls, expired or not; `None` when nothing expires.
-    pub async fn next_expiry(&self) -> Result<Option<UnixMillis>, EngineError> {
+    pub(super) async fn next_expiry(&self) -> Result<Option<UnixMillis>, EngineError> {
         self.read(ReadCost::Point, |txn, _| {
             Ok(txn.expired_before(UnixMillis(u64::MAX), 1)?.first().and_then(|entry| entry.expires_at))
         })
