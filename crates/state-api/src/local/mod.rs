@@ -131,8 +131,18 @@ impl Local {
     /// Opens the database file and serves it in this process alone. Fails, naming the
     /// holder, if another process holds it.
     pub fn open_standalone(db: &Path, settings: Settings) -> Result<Local, StandaloneError> {
+        Local::open_standalone_with_clock(db, settings, Arc::new(SystemClock))
+    }
+
+    /// [`Local::open_standalone`] keeping time by `clock` (a [`crate::ManualClock`] in tests
+    /// that need every stamp and countdown the same on every run).
+    pub fn open_standalone_with_clock(
+        db: &Path,
+        settings: Settings,
+        clock: Arc<dyn state_store::Clock>,
+    ) -> Result<Local, StandaloneError> {
         let backend = RedbBackend::open(db)?;
-        let engine = Engine::new(Arc::new(backend), Arc::new(SystemClock), engine_config(settings))?;
+        let engine = Engine::new(Arc::new(backend), clock, engine_config(settings))?;
         Ok(Local::standalone(engine))
     }
 

@@ -54,10 +54,7 @@ enum Input {
 }
 
 pub(crate) fn now() -> UnixMillis {
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    UnixMillis(millis)
+    state_api::Clock::now(&state_api::SystemClock)
 }
 
 /// Inspects the store through `api`: `target` names it on screen; `scope` is the prefix of

@@ -1,6 +1,8 @@
 //! Each screen drawn on ratatui's TestBackend from data read out of a real store (a
-//! standalone database in a temporary directory), at a fixed instant, and checked by the text
-//! a person would see.
+//! standalone database in a temporary directory, its clock stopped at one instant, so every
+//! stamp, countdown and run id is the same on every run), checked by the text a person would
+//! see and, whole, against its snapshot in `tui/snapshots/` (`STATE_UPDATE_SNAPSHOTS=1`
+//! rewrites them; review the diff).
 
 #![allow(clippy::unwrap_used)]
 
@@ -24,7 +26,9 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let api = Api::local(Local::open_standalone(&dir.path().join("s.redb"), Default::default()).unwrap());
+    let clock = std::sync::Arc::new(state_api::ManualClock::new(WRITTEN_AT));
+    let db = dir.path().join("s.redb");
+    let api = Api::local(Local::open_standalone_with_clock(&db, Default::default(), clock).unwrap());
     let call = |op, args| api.call(op, args);
     call(Operation::StateSet, json!({"key": "jobs/1", "value": {"step": 1}, "agent_id": "planner"})).await;
     call(Operation::StateSet, json!({"key": "jobs/1", "value": {"step": 2, "done": true}, "agent_id": "worker"})).await;
@@ -80,10 +84,26 @@ async fn typed(f: &mut Fixture, text: &str) {
     }
 }
 
-/// Some seconds after the fixture was written: TTLs and leases count down from there. Tests
-/// pick instants mid-minute, so the few milliseconds the fixture took never change a figure checked.
-fn at(seconds_from_now: u64) -> UnixMillis {
-    super::now().plus_millis(seconds_from_now * 1000)
+/// When the fixture was written, by the store's stopped clock.
+const WRITTEN_AT: UnixMillis = UnixMillis(1_795_694_400_000); // 2026-11-26T12:00:00Z
+
+/// Some seconds after the fixture was written: TTLs and leases count down from there.
+fn at(seconds_after: u64) -> UnixMillis {
+    WRITTEN_AT.plus_millis(seconds_after * 1000)
+}
+
+/// Compares a whole screen with its snapshot, `tui/snapshots/<name>.txt`; with
+/// STATE_UPDATE_SNAPSHOTS set, writes it instead.
+fn assert_snapshot(name: &str, screen: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tui/snapshots").join(format!("{name}.txt"));
+    if std::env::var_os("STATE_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, screen).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("no snapshot {} ({e}); STATE_UPDATE_SNAPSHOTS=1 writes it", path.display()));
+    assert!(expected == screen, "the screen differs from {}:\n{screen}\nexpected:\n{expected}", path.display());
 }
 
 fn screen(app: &mut App, now: UnixMillis) -> String {
@@ -112,6 +132,7 @@ async fn the_key_browser_groups_by_prefix_and_filters_as_you_type() {
     let shown = screen(&mut f.app, at(0));
     assert_shows(&shown, &["1 Keys", "(all keys)", "cache:", "jobs/", "(no prefix)", "Keys 4 ", "jobs/1", "readme"]);
     assert_shows(&shown, &["Enter open", "? help"]);
+    assert_snapshot("keys", &shown);
     assert_shows(&screen(&mut f.app, at(90)), &["58m "]);
 
     press(&mut f, KeyCode::Char('/')).await;
@@ -143,6 +164,7 @@ async fn an_entry_shows_its_value_version_writer_and_ttl_and_its_history_diffs()
     assert_eq!(f.app.view, View::Entry);
     let shown = screen(&mut f.app, at(0));
     assert_shows(&shown, &["key       jobs/1", "version   2", "writer    worker", "ttl       none", "\"done\": true"]);
+    assert_snapshot("entry", &shown);
 
     press(&mut f, KeyCode::Char('h')).await;
     let shown = screen(&mut f.app, at(0));
@@ -159,6 +181,7 @@ async fn an_entry_shows_its_value_version_writer_and_ttl_and_its_history_diffs()
             "+   \"done\": true",
         ],
     );
+    assert_snapshot("history", &shown);
 
     // Marking v2 and moving to v1 compares them the other way round.
     press(&mut f, KeyCode::Char('m')).await;
@@ -183,18 +206,22 @@ async fn workflows_leases_and_checkpoints_have_their_views() {
         &shown,
         &["Workflows 1", "nightly-report", "running", "w1", "1/3", "3m ", "Steps of", "step 1", "{\"rows\":42}"],
     );
+    assert_snapshot("runs", &shown);
 
     press(&mut f, KeyCode::Char('3')).await;
     let shown = screen(&mut f.app, at(90));
     assert_shows(&shown, &["Leases 1", "printer", "agent-7", "8m "]);
+    assert_snapshot("leases", &shown);
 
     press(&mut f, KeyCode::Char('4')).await;
     let shown = screen(&mut f.app, at(0));
     assert_shows(&shown, &["Checkpoints: last 30 days", "Wired the inspector"]);
+    assert_snapshot("checkpoints", &shown);
 
     press(&mut f, KeyCode::Char('?')).await;
     let shown = screen(&mut f.app, at(0));
     assert_shows(&shown, &["Help (any key closes)", "m mark it as the diff's base"]);
+    assert_snapshot("help", &shown);
     press(&mut f, KeyCode::Char('x')).await;
     assert!(!f.app.help);
     press(&mut f, KeyCode::Char('q')).await;
@@ -213,6 +240,7 @@ async fn semaphores_queues_and_reservations_have_a_view_of_their_own() {
     press(&mut f, KeyCode::Char('5')).await;
     let shown = screen(&mut f.app, at(90));
     assert_shows(&shown, &["5 Coordination", "Semaphores 1", "Queues 1", "Path reservations 1", "Tab next table"]);
+    assert_snapshot("coordination", &shown);
     assert_eq!(row_with(&shown, "build-slots"), ["build-slots", "1/4", "agent-7", "(8m", "30s)"]);
     assert_eq!(row_with(&shown, "inbox/reviewer"), ["inbox/reviewer", "1", "0", "1"], "visible, in flight, delayed");
     assert_eq!(
