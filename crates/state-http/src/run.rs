@@ -87,9 +87,9 @@ pub async fn run(
     Ok(())
 }
 
-/// The store this server serves, and how it holds it.
-struct Served {
-    api: Api,
+/// The store a server serves, and how it holds it.
+pub struct Served {
+    pub api: Api,
     /// The owner this process hosts, if it became the database's owner: a way to stop it and
     /// its task.
     hosted: Option<(oneshot::Sender<()>, JoinHandle<OwnerExit>)>,
@@ -104,7 +104,7 @@ impl Served {
     /// A replica of the store in PostgreSQL; or, with --standalone, the database alone;
     /// otherwise the database's owner (serving the processes that join it), or a client of
     /// the owner that holds it already.
-    async fn reach(store: &StoreArgs, postgres: &PostgresArgs) -> Result<Served, RunError> {
+    pub async fn reach(store: &StoreArgs, postgres: &PostgresArgs) -> Result<Served, RunError> {
         if let Some(options) = postgres.options() {
             let what = format!("PostgreSQL schema {}", options.schema);
             let settings = store.engine.settings();
@@ -146,7 +146,7 @@ impl Served {
     /// Requests are done; now the engine: a hosted owner lets queued writes commit and
     /// releases the database (clients joined to it rejoin a new owner); a joined one leaves
     /// its owner.
-    async fn release(self) {
+    pub async fn release(self) {
         match self.hosted {
             Some((stop, owning)) => {
                 let _ = stop.send(());

@@ -2,7 +2,7 @@
 //! tool, on ids inside and outside its prefix.
 
 use serde_json::{Value, json};
-use state_e2e::{HttpClient, HttpServer};
+use state_e2e::HttpClient;
 
 use crate::{ADMIN, Place, READER, TEAM_A, expect};
 
@@ -107,7 +107,7 @@ fn fill(text: &str, prefix: &str, run: &str) -> String {
 #[test]
 fn every_route_enforces_each_tokens_prefix_and_rights() {
     let place = Place::new();
-    let server = place.serve_with_auth();
+    let server = place.in_process_with_auth();
     let anonymous = server.client();
     let admin = anonymous.with_token(ADMIN);
     for prefix in ["team-a/", "team-b/"] {
@@ -197,7 +197,7 @@ fn forbidden_tool(result: &Value) -> bool {
 #[test]
 fn mcp_tools_enforce_the_same_scopes() {
     let place = Place::new();
-    let server: HttpServer = place.serve_with_auth();
+    let server = place.in_process_with_auth();
     let anonymous = server.client();
     let team_a = anonymous.with_token(TEAM_A);
     let reader = anonymous.with_token(READER);

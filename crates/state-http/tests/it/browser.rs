@@ -143,7 +143,7 @@ fn refused(http: &state_e2e::HttpClient) -> u64 {
 fn a_page_from_another_origin_can_neither_write_nor_wipe_the_store() {
     let Some(browser) = chromium() else { return };
     let place = Place::new();
-    let server = place.serve(&["--allow-origin", "http://localhost:*"]);
+    let server = place.in_process(&["--allow-origin", "http://localhost:*"]);
     let http = server.client();
     expect(&http.json("PUT", "/v1/kv/precious", &json!("keep me")).unwrap(), 200);
     let target = format!("http://127.0.0.1:{}", server.addr.port());

@@ -29,7 +29,7 @@ fn the_official_mcp_conformance_suite_passes_on_both_revisions() {
         return;
     }
     let place = Place::new();
-    let server = place.serve(&[]);
+    let server = place.in_process(&[]);
     let url = format!("http://{}/mcp", server.addr);
     // The suite needs node 22, which it brings as a package; put it first on the PATH.
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());

@@ -10,6 +10,7 @@ mod browser;
 mod conformance;
 mod disk_full;
 mod hostile;
+mod in_process;
 mod lifecycle;
 mod linearizable;
 mod mcp;

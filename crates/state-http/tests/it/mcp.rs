@@ -75,7 +75,7 @@ impl Legacy {
 #[test]
 fn both_protocol_generations_are_served() {
     let place = Place::new();
-    let server = place.serve(&[]);
+    let server = place.in_process(&[]);
     let http = server.client();
 
     let (legacy, init) = Legacy::open(&http);
@@ -110,7 +110,7 @@ fn both_protocol_generations_are_served() {
 #[test]
 fn foreign_origins_and_hosts_are_refused() {
     let place = Place::new();
-    let server = place.serve(&[]);
+    let server = place.in_process(&[]);
     let http = server.client();
     let ok = modern(
         &http.with_header("Origin", &format!("http://127.0.0.1:{}", server.addr.port())),
@@ -134,7 +134,7 @@ fn foreign_origins_and_hosts_are_refused() {
 #[test]
 fn a_client_closing_its_session_hears_204_and_the_session_is_gone() {
     let place = Place::new();
-    let server = place.serve(&[]);
+    let server = place.in_process(&[]);
     let http = server.client();
     let (legacy, _) = Legacy::open(&http);
     let closed = http.request("DELETE", "/mcp", &Legacy::headers(Some(&legacy.session)), None).unwrap();
@@ -147,7 +147,7 @@ fn a_client_closing_its_session_hears_204_and_the_session_is_gone() {
 #[test]
 fn tool_choices_apply_over_http() {
     let place = Place::new();
-    let server = place.serve(&["--tools", "kv", "--compat", "caxton"]);
+    let server = place.in_process(&["--tools", "kv", "--compat", "caxton"]);
     let listed = message(&modern(&server.client(), "tools/list", None, json!({})));
     let names: Vec<&str> =
         listed["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
@@ -174,7 +174,7 @@ fn tool_choices_apply_over_http() {
 fn state_call_and_state_tools_hold_a_token_to_its_prefixes() {
     // The discovery tools run what a token could run directly, and nothing more.
     let place = Place::new();
-    let server = place.serve_with_auth();
+    let server = place.in_process_with_auth();
     let http = server.client().with_token(crate::TEAM_A);
     let call = |tool: &str, arguments: Value| {
         let params = json!({"name": "state_call", "arguments": {"tool": tool, "arguments": arguments}});

@@ -7,7 +7,7 @@ use crate::{Place, expect};
 #[test]
 fn every_documented_operation_is_a_live_route() {
     let place = Place::new();
-    let server = place.serve(&[]);
+    let server = place.in_process(&[]);
     let http = server.client();
     let doc = expect(&http.get("/openapi.json").unwrap(), 200);
     assert_eq!(doc["openapi"], "3.1.0");

@@ -7,7 +7,7 @@ use crate::{Place, expect, problem};
 #[test]
 fn keys_with_etags_and_preconditions() {
     let place = Place::new();
-    let server = place.serve(&[]);
+    let server = place.in_process(&[]);
     let http = server.client();
 
     // Create only: If-None-Match: *.
@@ -75,7 +75,7 @@ fn keys_with_etags_and_preconditions() {
 #[test]
 fn leases_workflows_sessions_health_and_reset() {
     let place = Place::new();
-    let server = place.serve(&[]);
+    let server = place.in_process(&[]);
     let http = server.client();
 
     let lease = json!({"resource_id": "db/migrate", "holder_id": "a", "ttl_seconds": 30});
@@ -166,7 +166,7 @@ fn leases_workflows_sessions_health_and_reset() {
 #[test]
 fn every_error_class_is_a_problem_document() {
     let place = Place::new();
-    let server = place.serve(&["--history-retention", "2"]);
+    let server = place.in_process(&["--history-retention", "2"]);
     let http = server.client();
     // Arguments that do not fit the operation.
     let bad = problem(&http.get("/v1/kv?limit=many").unwrap(), 400, "invalid_arguments");
@@ -209,7 +209,7 @@ fn every_error_class_is_a_problem_document() {
 #[test]
 fn an_idempotency_key_makes_a_retried_write_apply_once() {
     let place = Place::new();
-    let server = place.serve(&[]);
+    let server = place.in_process(&[]);
     let http = server.client().with_header("Idempotency-Key", "deploy-42");
     let first = expect(&http.request("PUT", "/v1/kv/deploys", &[("If-None-Match", "*")], Some(b"42")).unwrap(), 200);
     let retry = expect(&http.request("PUT", "/v1/kv/deploys", &[("If-None-Match", "*")], Some(b"42")).unwrap(), 200);
@@ -225,7 +225,7 @@ fn an_idempotency_key_makes_a_retried_write_apply_once() {
 #[test]
 fn checkpoints_and_knowledge() {
     let place = Place::new();
-    let server = place.serve(&[]);
+    let server = place.in_process(&[]);
     let http = server.client();
     let saved = expect(
         &http
