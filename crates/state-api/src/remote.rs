@@ -20,17 +20,18 @@ use std::time::Duration;
 
 use crate::catalog::Operation;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use self::launch::{Launched, launch};
 use crate::options::Options;
 use crate::paths::{PathError, RUNTIME_DIR_ENV, Rendezvous, uid};
 use crate::reply::{ApiError, ErrorCode, Reply};
 use crate::settle::{self, Attempt, RequestIds, Transport, Unreached};
-use crate::wire::{self, Call, Greeting, Hello, PROTOCOL, Readiness, ReplyFrame, Settings, WIRE_VERSION, Welcome};
+use crate::wire::{self, Call, Greeting, Hello, PROTOCOL, ReplyFrame, Settings, WIRE_VERSION, Welcome};
 
 /// How long an owner may leave a joiner without any answer (to a hello, or to calls and then
 /// a ping) before the joiner ends it as hung and starts another.
@@ -665,64 +666,7 @@ async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Contact> {
     Ok(connection)
 }
 
-/// What starting an owner came to.
-enum Launched {
-    /// It is listening.
-    Ready,
-    /// Another process holds the database (in `role`, if it said).
-    HeldBy { role: Option<String>, holder: String },
-    /// It stopped, for a reason that may pass.
-    Failed(String),
-    /// It stopped for a reason that retrying will not fix (an unsafe socket directory, say).
-    Fatal(String),
-}
-
-async fn launch(inner: &Inner, deadline: Instant) -> Result<Launched, JoinError> {
-    let launcher = &inner.config.launcher;
-    let mut command = tokio::process::Command::new(&launcher.program);
-    command
-        .args(&launcher.args)
-        .env(RUNTIME_DIR_ENV, &inner.rendezvous.dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        // The owner logs to its own file. Inheriting this process's stderr would keep the
-        // client's pipe open for as long as the owner lives.
-        .stderr(std::process::Stdio::null())
-        // Its own process group: a signal meant for the client that started it (Ctrl-C in a
-        // terminal, a client killing its server's group) leaves it alone.
-        .process_group(0)
-        .kill_on_drop(false);
-    let mut child = command.spawn().map_err(|source| JoinError::Launch {
-        db: inner.rendezvous.db.clone(),
-        program: launcher.program.clone(),
-        source,
-    })?;
-    tracing::debug!(pid = child.id(), "started an owner");
-    let Some(stdout) = child.stdout.take() else { return Ok(Launched::Failed("no readiness pipe".into())) };
-    let mut line = String::new();
-    let read = tokio::time::timeout(
-        deadline.saturating_duration_since(Instant::now()),
-        BufReader::new(stdout).read_line(&mut line),
-    )
-    .await;
-    // Not waited for: the owner outlives this process; tokio reaps it if it exits first.
-    drop(child);
-    match read {
-        Ok(Ok(n)) if n > 0 => {}
-        Ok(_) => return Ok(Launched::Failed("the owner it started stopped before it was ready".into())),
-        Err(_) => return Ok(Launched::Failed("the owner it started was not ready in time".into())),
-    }
-    match serde_json::from_str::<Readiness>(line.trim_end()) {
-        Ok(Readiness { ready: true, .. }) => Ok(Launched::Ready),
-        Ok(Readiness { held: true, holder_role, message, .. }) => {
-            Ok(Launched::HeldBy { role: holder_role, holder: message })
-        }
-        Ok(Readiness { fatal: true, message, .. }) => Ok(Launched::Fatal(message)),
-        Ok(Readiness { message, .. }) => Ok(Launched::Failed(message)),
-        Err(_) => Ok(Launched::Failed(format!("the owner it started said {:?}", line.trim_end()))),
-    }
-}
-
+mod launch;
 mod takeover;
 #[cfg(test)]
 mod tests;
