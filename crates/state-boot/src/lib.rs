@@ -12,3 +12,15 @@ pub mod reach;
 
 pub use flags::{OwnerArgs, ServerArgs, StoreArgs, ToolArgs};
 pub use reach::{ReachError, reach};
+
+/// The exit of a binary's `main`: success, or `program: error: ...` on stderr (the whole
+/// chain of causes, `{:#}`) and failure.
+pub fn exit<E: std::fmt::Display>(program: &str, result: Result<(), E>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("{program}: error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

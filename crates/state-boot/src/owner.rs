@@ -13,7 +13,7 @@ use crate::logging::{self, Sink};
 pub fn main(program: &str, args: &OwnerArgs) -> ExitCode {
     let db = match args.database.database() {
         Ok(db) => db,
-        Err(error) => return fail(program, &error),
+        Err(error) => return crate::exit(&format!("{program} owner"), Err(error)),
     };
     let config = OwnerConfig {
         db,
@@ -23,13 +23,6 @@ pub fn main(program: &str, args: &OwnerArgs) -> ExitCode {
         log_file: None,
         clock: std::sync::Arc::new(state_api::SystemClock),
     };
-    match owner::main(config, args.notify_ready, |log| logging::init(&args.log, "info", Sink::Owner(log))) {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(error) => fail(program, &error),
-    }
-}
-
-fn fail(program: &str, error: &dyn std::fmt::Display) -> ExitCode {
-    eprintln!("{program} owner: error: {error}");
-    ExitCode::FAILURE
+    let served = owner::main(config, args.notify_ready, |log| logging::init(&args.log, "info", Sink::Owner(log)));
+    crate::exit(&format!("{program} owner"), served.map(drop))
 }

@@ -60,13 +60,7 @@ fn main() -> ExitCode {
         Some(Command::Generate(args)) => flags::generate(command(), &args.dir).map_err(anyhow::Error::from),
         None => serve(&cli),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("state-http: error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    state_boot::exit("state-http", result)
 }
 
 fn serve(cli: &Cli) -> anyhow::Result<()> {

@@ -64,13 +64,7 @@ fn main() -> ExitCode {
         Some(Command::Generate(args)) => flags::generate(command(), &args.dir).map_err(anyhow::Error::from),
         None => serve(&cli),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("state-mcp: error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    state_boot::exit("state-mcp", result)
 }
 
 fn serve(cli: &Cli) -> anyhow::Result<()> {
