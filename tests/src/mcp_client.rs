@@ -1,7 +1,8 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -41,10 +42,10 @@ impl ToolResult {
 }
 
 pub struct McpClient {
-    child: Child,
-    stdin: Option<ChildStdin>,
+    server: Server,
+    stdin: Option<Box<dyn Write + Send>>,
     /// Read on the caller's thread: a reader thread would add a wake-up to every round trip.
-    stdout: BufReader<ChildStdout>,
+    stdout: BufReader<Box<dyn Read + Send>>,
     line: String,
     watchdog: Arc<Watchdog>,
     /// Responses read while waiting for another id (pipelined requests answer out of order).
@@ -58,7 +59,37 @@ pub struct McpClient {
     era: ProtocolEra,
 }
 
+/// What serves the client: a spawned process, or a server in this process on a socket.
+enum Server {
+    Process(Child),
+    InProcess { socket: UnixStream, serving: Option<thread::JoinHandle<()>> },
+}
+
 impl McpClient {
+    /// A client of a server running in this process, on the other end of `socket`, which
+    /// `serving` serves until the socket closes. Does not perform any handshake.
+    pub fn in_process(socket: UnixStream, serving: thread::JoinHandle<()>) -> Result<McpClient> {
+        let reader: Box<dyn Read + Send> = Box::new(socket.try_clone()?);
+        let writer: Box<dyn Write + Send> = Box::new(socket.try_clone()?);
+        let cut = socket.try_clone()?;
+        let watchdog = Watchdog::start(Box::new(move || {
+            let _ = cut.shutdown(std::net::Shutdown::Both);
+        }));
+        Ok(McpClient {
+            server: Server::InProcess { socket, serving: Some(serving) },
+            stdin: Some(writer),
+            stdout: BufReader::new(reader),
+            line: String::new(),
+            watchdog,
+            stash: VecDeque::new(),
+            notifications: VecDeque::new(),
+            stderr: Arc::new(Mutex::new(String::new())),
+            stderr_reader: None,
+            next_id: 1,
+            era: ProtocolEra::Legacy,
+        })
+    }
+
     /// Starts `program args...` with piped stdio. Does not perform any handshake.
     pub fn spawn(program: &Path, args: &[&str]) -> Result<McpClient> {
         McpClient::spawn_with_env(program, args, &[])
@@ -81,7 +112,10 @@ impl McpClient {
         let mut child = command.spawn().with_context(|| format!("cannot start {}", program.display()))?;
         let stdout = child.stdout.take().context("child stdout")?;
         let stderr = child.stderr.take().context("child stderr")?;
-        let watchdog = Watchdog::start(child.id());
+        let pid = child.id().to_string();
+        let watchdog = Watchdog::start(Box::new(move || {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        }));
         let captured = Arc::new(Mutex::new(String::new()));
         let sink = captured.clone();
         let stderr_reader = thread::spawn(move || {
@@ -96,9 +130,11 @@ impl McpClient {
                 }
             }
         });
+        let stdin: Box<dyn Write + Send> = Box::new(child.stdin.take().context("child stdin")?);
+        let stdout: Box<dyn Read + Send> = Box::new(stdout);
         Ok(McpClient {
-            stdin: child.stdin.take(),
-            child,
+            stdin: Some(stdin),
+            server: Server::Process(child),
             stdout: BufReader::new(stdout),
             line: String::new(),
             watchdog,
@@ -133,8 +169,15 @@ impl McpClient {
         }
     }
 
+    /// The server's process id.
+    ///
+    /// # Panics
+    /// For a server in this process, which has none of its own.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        match &self.server {
+            Server::Process(child) => child.id(),
+            Server::InProcess { .. } => panic!("a server in this process has no pid of its own"),
+        }
     }
 
     /// After the process exits: waits until everything it wrote to stderr has been read.
@@ -272,14 +315,22 @@ impl McpClient {
     /// Closes stdin (the client going away) and waits for the server to exit.
     pub fn shutdown(&mut self) -> Result<ExitStatus> {
         drop(self.stdin.take());
+        if let Server::InProcess { socket, .. } = &self.server {
+            socket.shutdown(std::net::Shutdown::Write)?;
+        }
         self.wait_exit(RESPONSE_TIMEOUT)
             .with_context(|| format!("server did not exit after stdin closed; stderr:\n{}", self.stderr()))
     }
 
     /// SIGKILL: the process gets no chance to clean up.
     pub fn kill(mut self) -> Result<()> {
-        self.child.kill()?;
-        self.child.wait()?;
+        match &mut self.server {
+            Server::Process(child) => {
+                child.kill()?;
+                child.wait()?;
+            }
+            Server::InProcess { socket, .. } => socket.shutdown(std::net::Shutdown::Both)?,
+        }
         Ok(())
     }
 
@@ -287,7 +338,18 @@ impl McpClient {
     pub fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus> {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(status) = self.child.try_wait()? {
+            let status = match &mut self.server {
+                Server::Process(child) => child.try_wait()?,
+                Server::InProcess { serving, .. } => match serving.take_if(|s| s.is_finished()) {
+                    Some(serving) => {
+                        serving.join().map_err(|_| anyhow!("the server in this process panicked"))?;
+                        Some(std::os::unix::process::ExitStatusExt::from_raw(0))
+                    }
+                    None if serving.is_none() => Some(std::os::unix::process::ExitStatusExt::from_raw(0)),
+                    None => None,
+                },
+            };
+            if let Some(status) = status {
                 self.drain_stderr();
                 return Ok(status);
             }
@@ -309,7 +371,8 @@ struct Watchdog {
 }
 
 impl Watchdog {
-    fn start(pid: u32) -> Arc<Watchdog> {
+    /// Watches reads; `cut` ends a pending one (kills the process, or closes the socket).
+    fn start(cut: Box<dyn Fn() + Send>) -> Arc<Watchdog> {
         let dog = Arc::new(Watchdog {
             deadline: AtomicU64::new(0),
             fired: AtomicBool::new(false),
@@ -322,7 +385,7 @@ impl Watchdog {
                 let deadline = watcher.deadline.load(Ordering::Relaxed);
                 if deadline != 0 && epoch_millis() > deadline {
                     watcher.fired.store(true, Ordering::Relaxed);
-                    let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+                    cut();
                     return;
                 }
             }
@@ -350,9 +413,19 @@ fn epoch_millis() -> u64 {
 impl Drop for McpClient {
     fn drop(&mut self) {
         self.watchdog.done.store(true, Ordering::Relaxed);
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        match &mut self.server {
+            Server::Process(child) => {
+                if matches!(child.try_wait(), Ok(None)) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+            }
+            Server::InProcess { socket, serving } => {
+                let _ = socket.shutdown(std::net::Shutdown::Both);
+                if let Some(serving) = serving.take() {
+                    let _ = serving.join();
+                }
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ fn call(server: &mut TestServer, tool: &str, args: Value) -> (Value, String) {
 }
 
 fn start() -> TestServer {
-    TestServer::start(&["--compat", "agentcheckpoint"])
+    TestServer::in_process(&["--compat", "agentcheckpoint"])
 }
 
 fn listed_names(s: &mut TestServer) -> Vec<String> {
@@ -28,7 +28,7 @@ fn alone_it_serves_its_five_tools_and_ours_only_when_asked() {
     assert_eq!(listed_names(&mut s), ["get_state", "set_state", "force_set_state", "list_state", "delete_state"]);
     let refused = s.client.call("state_get", json!({"key": "k"}));
     assert!(refused.is_err(), "ours are not served: {refused:?}");
-    let mut both = TestServer::start(&["--compat", "agentcheckpoint", "--tools", "default"]);
+    let mut both = TestServer::in_process(&["--compat", "agentcheckpoint", "--tools", "default"]);
     let names = listed_names(&mut both);
     for name in ["get_state", "set_state", "force_set_state", "list_state", "delete_state", "state_get", "state_tools"]
     {
@@ -194,7 +194,7 @@ fn delete_and_worker_startup_check() {
 
 #[test]
 fn both_tool_sets_share_one_store() {
-    let mut s = TestServer::start(&["--compat", "agentcheckpoint", "--tools", "kv"]);
+    let mut s = TestServer::in_process(&["--compat", "agentcheckpoint", "--tools", "kv"]);
     call(&mut s, "force_set_state", json!({"key": "shared:doc", "value": "{\"a\": [1, 2]}"}));
     let native = s.client.call("state_get", json!({"key": "shared:doc"})).unwrap().json();
     assert_eq!((native["value"].clone(), native["version"].as_u64()), (json!({"a": [1, 2]}), Some(1)));

@@ -13,7 +13,7 @@ fn tool_error(server: &mut TestServer, tool: &str, args: Value) -> String {
 
 #[test]
 fn invalid_arguments_are_explained_and_change_nothing() {
-    let mut s = TestServer::start(&["--max-value-bytes", "1024"]);
+    let mut s = TestServer::in_process(&["--max-value-bytes", "1024"]);
     let cases: Vec<(&str, Value, &[&str])> = vec![
         ("state_set", json!({"key": "", "value": 1}), &["`key`", "empty"]),
         ("state_set", json!({"key": "k".repeat(513), "value": 1}), &["`key`", "513 bytes", "512"]),
@@ -55,7 +55,7 @@ fn invalid_arguments_are_explained_and_change_nothing() {
 
 #[test]
 fn protocol_garbage_is_survived() {
-    let mut s = TestServer::start(&[]);
+    let mut s = TestServer::in_process(&[]);
     let wait = std::time::Duration::from_secs(10);
     // Not JSON at all: a parse error, with a null id (there is none to answer).
     s.client.send_raw("{this is not json").unwrap();

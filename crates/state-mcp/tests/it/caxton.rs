@@ -14,7 +14,7 @@ fn call(server: &mut TestServer, tool: &str, args: Value) -> Value {
 
 #[test]
 fn the_state_tool_interface() {
-    let mut s = TestServer::start(&["--compat", "caxton", "--tools", "admin"]);
+    let mut s = TestServer::in_process(&["--compat", "caxton", "--tools", "admin"]);
     // An agent saves and restores its checkpoint, as the spec's example agent does.
     let state = json!({"id": "processor-001", "data": {"cursor": 17}});
     assert_eq!(call(&mut s, "store", json!({"key": "checkpoints/processor-001/latest", "value": state})), Value::Null);

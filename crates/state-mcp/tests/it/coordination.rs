@@ -14,7 +14,7 @@ fn ok(server: &mut TestServer, tool: &str, args: Value) -> Value {
 
 #[test]
 fn a_lease_fences_the_writes_of_a_holder_that_lost_it() {
-    let mut s = TestServer::start(&[]);
+    let mut s = TestServer::in_process(&[]);
     let a =
         ok(&mut s, "lease_acquire", json!({"resource_id": "deploy/prod", "holder_id": "agent-a", "ttl_seconds": 0.3}));
     assert_eq!(a["status"], "acquired");
@@ -65,7 +65,7 @@ fn a_lease_fences_the_writes_of_a_holder_that_lost_it() {
 
 #[test]
 fn a_run_survives_its_worker_and_the_old_worker_is_fenced() {
-    let mut s = TestServer::start(&[]);
+    let mut s = TestServer::in_process(&[]);
     let created = ok(
         &mut s,
         "workflow_create",
@@ -146,7 +146,7 @@ fn a_run_survives_its_worker_and_the_old_worker_is_fenced() {
 
 #[test]
 fn failures_retry_then_fail_and_runs_can_be_cancelled() {
-    let mut s = TestServer::start(&[]);
+    let mut s = TestServer::in_process(&[]);
     let run = ok(&mut s, "workflow_create", json!({"name": "flaky", "max_attempts": 2}))["run_id"]
         .as_str()
         .unwrap()
@@ -170,7 +170,7 @@ fn failures_retry_then_fail_and_runs_can_be_cancelled() {
 
 #[test]
 fn sessions_restore_any_saved_version() {
-    let mut s = TestServer::start(&[]);
+    let mut s = TestServer::in_process(&[]);
     for turn in 1..=3 {
         let saved = ok(
             &mut s,
@@ -190,7 +190,7 @@ fn sessions_restore_any_saved_version() {
 
 #[test]
 fn reset_needs_the_confirmation_phrase() {
-    let mut s = TestServer::start(&[]);
+    let mut s = TestServer::in_process(&[]);
     ok(&mut s, "state_set", json!({"key": "keep", "value": 1}));
     let refused = s.client.call("state_reset", json!({"confirm": "yes"})).unwrap();
     assert!(refused.is_error && refused.text.contains("DELETE EVERYTHING"), "{}", refused.text);

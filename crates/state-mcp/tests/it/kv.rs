@@ -14,7 +14,7 @@ fn ok(server: &mut TestServer, tool: &str, args: Value) -> Value {
 
 #[test]
 fn create_read_compare_and_set() {
-    let mut s = TestServer::start(&[]);
+    let mut s = TestServer::in_process(&[]);
     let created = ok(
         &mut s,
         "state_set",
@@ -56,7 +56,7 @@ fn create_read_compare_and_set() {
 
 #[test]
 fn ttl_keys_vanish_on_time() {
-    let mut s = TestServer::start(&[]);
+    let mut s = TestServer::in_process(&[]);
     let before_set = Instant::now();
     ok(&mut s, "state_set", json!({"key": "lock/job", "value": "mine", "ttl_seconds": 0.4}));
     let live = ok(&mut s, "state_get", json!({"key": "lock/job"}));
@@ -81,7 +81,7 @@ fn ttl_keys_vanish_on_time() {
 
 #[test]
 fn transactions_are_all_or_nothing() {
-    let mut s = TestServer::start(&[]);
+    let mut s = TestServer::in_process(&[]);
     ok(&mut s, "state_set", json!({"key": "inv/apples", "value": 5}));
     let take = |version: u64| {
         json!({
@@ -110,7 +110,7 @@ fn transactions_are_all_or_nothing() {
 
 #[test]
 fn history_and_reading_past_versions() {
-    let mut s = TestServer::start(&[]);
+    let mut s = TestServer::in_process(&[]);
     for (value, agent) in [("draft", "writer"), ("review", "reviewer"), ("final", "writer")] {
         ok(&mut s, "state_set", json!({"key": "doc/status", "value": value, "agent_id": agent}));
     }
@@ -151,7 +151,7 @@ fn history_and_reading_past_versions() {
 
 #[test]
 fn pipelined_calls_from_one_client_all_commit() {
-    let mut s = TestServer::start(&[]);
+    let mut s = TestServer::in_process(&[]);
     let n = 200;
     let mut ids = Vec::new();
     for i in 0..n {

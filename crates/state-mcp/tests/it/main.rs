@@ -85,7 +85,46 @@ pub(crate) struct TestServer {
     _place: Place,
 }
 
+/// The flags `state-mcp` serves by (less `--server` and subcommands).
+#[derive(clap::Parser)]
+struct Flags {
+    #[command(flatten)]
+    store: state_boot::StoreArgs,
+    #[command(flatten)]
+    tools: state_boot::ToolArgs,
+}
+
 impl TestServer {
+    /// A server as `state-mcp --standalone <extra>` serves one, run in this process on one end
+    /// of a socket pair: the same `state_mcp::serve` over the same flags, no process spawned.
+    /// Tests of what a tool answers use it; tests of processes (owners, crashes, signals,
+    /// stderr) spawn the binary.
+    pub(crate) fn in_process(extra: &[&str]) -> TestServer {
+        use clap::Parser;
+        let place = Place::new();
+        let db = place.db_arg();
+        let mut args = vec!["state-mcp", "--db", db.as_str()];
+        args.extend_from_slice(extra);
+        let flags = Flags::try_parse_from(args).expect("flags");
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socket pair");
+        theirs.set_nonblocking(true).expect("non-blocking");
+        let db = place.db.clone();
+        let serving = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            runtime.block_on(async move {
+                let local = state_api::Local::open_standalone(&db, flags.store.engine.settings()).expect("the store");
+                let api = state_api::Api::local(local);
+                let (reader, writer) = tokio::net::UnixStream::from_std(theirs).expect("socket").into_split();
+                let server = state_mcp::StateServer::new(api.clone(), flags.tools.options());
+                let _ = state_mcp::serve(server, reader, writer).await;
+                api.close().await;
+            });
+        });
+        let mut client = McpClient::in_process(ours, serving).expect("client");
+        client.handshake(ProtocolEra::Legacy).expect("handshake");
+        TestServer { client, db: place.db.clone(), _place: place }
+    }
+
     pub(crate) fn start(extra: &[&str]) -> TestServer {
         TestServer::start_era(extra, ProtocolEra::Legacy)
     }

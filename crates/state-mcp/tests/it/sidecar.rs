@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::TestServer;
 
 fn start() -> TestServer {
-    TestServer::start(&["--compat", "sidecar"])
+    TestServer::in_process(&["--compat", "sidecar"])
 }
 
 fn call(server: &mut TestServer, tool: &str, args: Value) -> Value {
@@ -65,7 +65,7 @@ fn exposes_every_sidecar_tool_by_name() {
     assert_eq!(required, ["run_id", "step", "output"], "no agent or token, as that server took");
     assert_eq!(names.len(), sidecar.len(), "alone, the profile serves only its own tools: {names:?}");
     // With ours asked for beside it: its tools replace ours of the same name, the rest stay.
-    let mut both = TestServer::start(&["--compat", "sidecar", "--tools", "kv,workflow"]);
+    let mut both = TestServer::in_process(&["--compat", "sidecar", "--tools", "kv,workflow"]);
     let listed = both.client.request("tools/list", json!({})).unwrap();
     let tools = listed["result"]["tools"].as_array().unwrap();
     let names: std::collections::BTreeSet<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();

@@ -26,7 +26,7 @@ fn listed(server: &mut TestServer) -> (Vec<String>, usize) {
 
 #[test]
 fn the_default_list_is_short_and_within_its_budget() {
-    let mut server = TestServer::start(&[]);
+    let mut server = TestServer::in_process(&[]);
     let (names, bytes) = listed(&mut server);
     assert_eq!(
         names,
@@ -55,7 +55,7 @@ fn a_profile_alone_costs_little_more_than_the_server_it_replaces() {
         ("goldfish", 2_600),
     ];
     for (profile, budget) in budgets {
-        let mut server = TestServer::start(&["--compat", profile]);
+        let mut server = TestServer::in_process(&["--compat", profile]);
         let (names, bytes) = listed(&mut server);
         assert!(bytes <= budget, "--compat {profile}: {} tools in {bytes} bytes, over {budget}", names.len());
         assert!(!names.iter().any(|n| n == "state_tools"), "--compat {profile} alone lists only its tools: {names:?}");
@@ -64,7 +64,7 @@ fn a_profile_alone_costs_little_more_than_the_server_it_replaces() {
 
 #[test]
 fn enabling_a_group_changes_a_sessions_list_and_says_so() {
-    let mut server = TestServer::start(&[]);
+    let mut server = TestServer::in_process(&[]);
     let answer = server.client.call("state_tools", json!({"enable": ["lease", "session"]})).unwrap().json();
     let added: Vec<&str> = answer["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert_eq!(
@@ -109,7 +109,7 @@ fn on_the_2026_protocol_the_list_stays_put_and_state_call_reaches_the_rest() {
 
 #[test]
 fn every_operation_is_two_calls_from_a_default_session() {
-    let mut server = TestServer::start(&[]);
+    let mut server = TestServer::in_process(&[]);
     let (listed_names, _) = listed(&mut server);
     let groups = server.client.call("state_tools", json!({})).unwrap().json();
     let mut reachable: Vec<String> = listed_names;
@@ -121,7 +121,7 @@ fn every_operation_is_two_calls_from_a_default_session() {
         assert_eq!(defined, promised, "{group}");
         reachable.extend(defined.iter().map(|n| (*n).to_owned()));
     }
-    let mut everything = TestServer::start(&["--tools", "all"]);
+    let mut everything = TestServer::in_process(&["--tools", "all"]);
     let (all, _) = listed(&mut everything);
     for name in all {
         assert!(reachable.contains(&name), "{name} cannot be reached from a default session");
@@ -131,7 +131,7 @@ fn every_operation_is_two_calls_from_a_default_session() {
 #[test]
 fn no_tools_at_all_is_a_choice() {
     for none in ["none", ""] {
-        let mut server = TestServer::start(&["--tools", none]);
+        let mut server = TestServer::in_process(&["--tools", none]);
         assert_eq!(listed(&mut server).0, Vec::<String>::new(), "--tools {none:?}");
     }
 }
