@@ -166,5 +166,5 @@ fn sidecar_runs(db: &Connection) -> Result<Vec<sidecar::SidecarRun>> {
 }
 
 fn now_seconds() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+    state_api::Clock::now(&state_api::SystemClock).0 as f64 / 1000.0
 }

@@ -241,7 +241,7 @@ fn partial_extension(path: &Path) -> String {
 }
 
 fn now_rfc3339() -> String {
-    crate::tui::now().to_rfc3339()
+    state_api::Clock::now(&state_api::SystemClock).to_rfc3339()
 }
 
 /// The records of a dump: held in memory when it came on standard input (which cannot be

@@ -2,10 +2,8 @@
 //! second process say *which* process holds the lock instead of just "in use".
 
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use state_core::UnixMillis;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct HolderNote {
@@ -39,13 +37,9 @@ impl Holder {
             || "unknown".to_owned(),
             |arg0| Path::new(&arg0).file_name().map_or(arg0.clone(), |n| n.to_string_lossy().into_owned()),
         );
-        let since = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        let note = HolderNote {
-            pid: std::process::id(),
-            program,
-            since: UnixMillis(since).to_rfc3339(),
-            role: Some(role.to_owned()),
-        };
+        let since = crate::clock::Clock::now(&crate::clock::SystemClock);
+        let note =
+            HolderNote { pid: std::process::id(), program, since: since.to_rfc3339(), role: Some(role.to_owned()) };
         if let Ok(text) = serde_json::to_string(&note) {
             let tmp = note_path.with_extension("holder.tmp");
             let written = crate::files::private_file()
