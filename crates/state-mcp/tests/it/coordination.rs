@@ -1,10 +1,10 @@
 //! Leases, workflow runs and sessions through the real binary, as an agent would use them.
 
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::TestServer;
+use crate::{TestServer, manual_clock};
 
 fn ok(server: &mut TestServer, tool: &str, args: Value) -> Value {
     let result = server.client.call(tool, args.clone()).expect("tool call");
@@ -14,9 +14,10 @@ fn ok(server: &mut TestServer, tool: &str, args: Value) -> Value {
 
 #[test]
 fn a_lease_fences_the_writes_of_a_holder_that_lost_it() {
-    let mut s = TestServer::in_process(&[]);
+    let clock = manual_clock();
+    let mut s = TestServer::in_process_with_clock(&[], Arc::new(clock.clone()));
     let a =
-        ok(&mut s, "lease_acquire", json!({"resource_id": "deploy/prod", "holder_id": "agent-a", "ttl_seconds": 0.3}));
+        ok(&mut s, "lease_acquire", json!({"resource_id": "deploy/prod", "holder_id": "agent-a", "ttl_seconds": 30}));
     assert_eq!(a["status"], "acquired");
     let a_token = a["token"].as_u64().unwrap();
     let held =
@@ -26,19 +27,10 @@ fn a_lease_fences_the_writes_of_a_holder_that_lost_it() {
     assert_eq!(ok(&mut s, "state_set", guarded(a_token))["status"], "ok");
 
     // agent-a stalls past its lease; agent-b takes over.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let b = loop {
-        let got = ok(
-            &mut s,
-            "lease_acquire",
-            json!({"resource_id": "deploy/prod", "holder_id": "agent-b", "ttl_seconds": 5}),
-        );
-        if got["status"] == "acquired" {
-            break got;
-        }
-        assert!(Instant::now() < deadline, "the lease never expired");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    clock.advance_millis(30_001);
+    let b =
+        ok(&mut s, "lease_acquire", json!({"resource_id": "deploy/prod", "holder_id": "agent-b", "ttl_seconds": 5}));
+    assert_eq!(b["status"], "acquired", "{b}");
     let b_token = b["token"].as_u64().unwrap();
     assert!(b_token > a_token, "the new holder's token is larger");
 
@@ -65,14 +57,15 @@ fn a_lease_fences_the_writes_of_a_holder_that_lost_it() {
 
 #[test]
 fn a_run_survives_its_worker_and_the_old_worker_is_fenced() {
-    let mut s = TestServer::in_process(&[]);
+    let clock = manual_clock();
+    let mut s = TestServer::in_process_with_clock(&[], Arc::new(clock.clone()));
     let created = ok(
         &mut s,
         "workflow_create",
         json!({"name": "ingest", "tags": {"queue": "io"}, "input": {"files": 3}, "max_attempts": 3}),
     );
     let run = created["run_id"].as_str().unwrap().to_owned();
-    let claim = |agent: &str| json!({"agent_id": agent, "tags": {"queue": "io"}, "lease_ttl_seconds": 0.3});
+    let claim = |agent: &str| json!({"agent_id": agent, "tags": {"queue": "io"}, "lease_ttl_seconds": 30});
     let first = ok(&mut s, "workflow_claim", claim("w1"));
     assert_eq!(
         (first["status"].as_str(), first["run_id"].as_str(), first["attempt"].as_u64()),
@@ -86,15 +79,9 @@ fn a_run_survives_its_worker_and_the_old_worker_is_fenced() {
     assert_eq!(ok(&mut s, "workflow_claim", claim("w2"))["status"], "none_available");
 
     // w1 dies. Its claim lapses and w2 picks the run up where w1 left it.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let second = loop {
-        let got = ok(&mut s, "workflow_claim", claim("w2"));
-        if got["status"] == "claimed" {
-            break got;
-        }
-        assert!(Instant::now() < deadline, "the claim never lapsed");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    clock.advance_millis(30_001);
+    let second = ok(&mut s, "workflow_claim", claim("w2"));
+    assert_eq!(second["status"], "claimed", "{second}");
     assert_eq!((second["attempt"].as_u64(), second["last_step"].as_u64()), (Some(2), Some(1)));
     let t2 = second["token"].as_u64().unwrap();
     let resumed = ok(&mut s, "workflow_resume", json!({"run_id": run}));

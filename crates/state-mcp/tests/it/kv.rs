@@ -1,7 +1,5 @@
 //! The key-value tools through the real binary.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
 
 use crate::TestServer;
@@ -56,24 +54,18 @@ fn create_read_compare_and_set() {
 
 #[test]
 fn ttl_keys_vanish_on_time() {
-    let mut s = TestServer::in_process(&[]);
-    let before_set = Instant::now();
-    ok(&mut s, "state_set", json!({"key": "lock/job", "value": "mine", "ttl_seconds": 0.4}));
+    let clock = crate::manual_clock();
+    let mut s = TestServer::in_process_with_clock(&[], std::sync::Arc::new(clock.clone()));
+    ok(&mut s, "state_set", json!({"key": "lock/job", "value": "mine", "ttl_seconds": 40}));
     let live = ok(&mut s, "state_get", json!({"key": "lock/job"}));
     assert_eq!(live["status"], "ok");
-    assert!(live["expires_at"].is_string());
+    assert_eq!(live["expires_at"], "2026-11-26T12:00:40.000Z");
 
-    // Poll, bounded, until the key disappears; it must not disappear early.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let got = ok(&mut s, "state_get", json!({"key": "lock/job"}));
-        if got["status"] == "not_found" {
-            assert!(before_set.elapsed() >= Duration::from_millis(400), "expired early: {:?}", before_set.elapsed());
-            break;
-        }
-        assert!(Instant::now() < deadline, "key never expired");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Not a millisecond early; gone the instant it is due.
+    clock.advance_millis(39_999);
+    assert_eq!(ok(&mut s, "state_get", json!({"key": "lock/job"}))["status"], "ok");
+    clock.advance_millis(1);
+    assert_eq!(ok(&mut s, "state_get", json!({"key": "lock/job"}))["status"], "not_found");
     // Once gone, it can be created again from scratch.
     let recreated = ok(&mut s, "state_set", json!({"key": "lock/job", "value": "yours", "expected_version": 0}));
     assert_eq!((recreated["status"].as_str(), recreated["version"].as_u64()), (Some("ok"), Some(1)));

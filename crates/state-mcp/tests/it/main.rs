@@ -85,6 +85,11 @@ pub(crate) struct TestServer {
     _place: Place,
 }
 
+/// A stopped clock for a server in this process, at 2026-11-26T12:00:00Z.
+pub(crate) fn manual_clock() -> state_api::ManualClock {
+    state_api::ManualClock::new(state_core::UnixMillis(1_795_694_400_000))
+}
+
 /// The flags `state-mcp` serves by (less `--server` and subcommands).
 #[derive(clap::Parser)]
 struct Flags {
@@ -100,6 +105,12 @@ impl TestServer {
     /// Tests of what a tool answers use it; tests of processes (owners, crashes, signals,
     /// stderr) spawn the binary.
     pub(crate) fn in_process(extra: &[&str]) -> TestServer {
+        TestServer::in_process_with_clock(extra, std::sync::Arc::new(state_api::SystemClock))
+    }
+
+    /// [`TestServer::in_process`] keeping time by `clock`: a test moves a `ManualClock` past an
+    /// expiry instead of waiting for it.
+    pub(crate) fn in_process_with_clock(extra: &[&str], clock: std::sync::Arc<dyn state_api::Clock>) -> TestServer {
         use clap::Parser;
         let place = Place::new();
         let db = place.db_arg();
@@ -112,7 +123,8 @@ impl TestServer {
         let serving = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
             runtime.block_on(async move {
-                let local = state_api::Local::open_standalone(&db, flags.store.engine.settings()).expect("the store");
+                let settings = flags.store.engine.settings();
+                let local = state_api::Local::open_standalone_with_clock(&db, settings, clock).expect("the store");
                 let api = state_api::Api::local(local);
                 let (reader, writer) = tokio::net::UnixStream::from_std(theirs).expect("socket").into_split();
                 let server = state_mcp::StateServer::new(api.clone(), flags.tools.options());
