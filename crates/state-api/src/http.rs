@@ -178,6 +178,7 @@ pub(crate) fn refusal(status: hyper::StatusCode, body: &[u8]) -> Result<ApiError
         error.message = format!("{}: the server's request timeout ended it, applied or not", error.message);
     }
     match error.code {
+        ErrorCode::Unavailable if error.message.starts_with("the server answered") => Err(error.message),
         ErrorCode::Unavailable => Err(format!("the server answered {status}: {}", error.message)),
         _ => Ok(error),
     }

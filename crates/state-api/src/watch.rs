@@ -35,6 +35,8 @@ struct Again {
     api: Api,
     principal: Option<Principal>,
     request: WatchRequest,
+    /// The revision to start again after, once the watch lagged.
+    pending: Option<u64>,
 }
 
 impl Watcher {
@@ -52,15 +54,31 @@ impl Watcher {
 
     /// Makes this watch start again after the last revision it delivered whenever it lags.
     pub(crate) fn followed(mut self, api: Api, principal: Option<Principal>, request: WatchRequest) -> Watcher {
-        self.again = Some(Again { api, principal, request });
+        self.again = Some(Again { api, principal, request, pending: None });
         self
     }
 
     /// The next revision's changes, waiting for one. `None` when the store closed for good;
     /// an error ends the watch. A `watch_lagged` error (never from a followed watch) names the
     /// revision to watch again after (`resume_after`): nothing after it was lost.
+    ///
+    /// Cancel-safe: a call dropped while a followed watch starts again leaves the restart
+    /// pending, and the next call finishes it.
     pub async fn next(&mut self) -> Option<Result<WatchBatch, ApiError>> {
         loop {
+            if let Some(again) = &mut self.again
+                && let Some(resume_after) = again.pending
+            {
+                // A burst of writes outran this watch: watch again from where it stopped, so
+                // no change is missed. History compacted past that point ends it (`compacted`).
+                let request = WatchRequest { after_revision: Some(resume_after), ..again.request.clone() };
+                let resumed = again.api.watch(again.principal.as_ref(), request).await;
+                again.pending = None;
+                match resumed {
+                    Ok(resumed) => self.inner = resumed.inner,
+                    Err(error) => return Some(Err(error)),
+                }
+            }
             let next = match &mut self.inner {
                 Inner::Local(watch) => {
                     watch.next().await.map(|b| b.map_err(|e| engine_error(Operation::StateWatch, e)))
@@ -68,17 +86,13 @@ impl Watcher {
                 Inner::Owner(watch) => watch.next().await,
                 Inner::Http(watch) => watch.next().await,
             };
-            let resume_after = match (&next, &self.again) {
-                (Some(Err(error)), Some(_)) if error.code == ErrorCode::WatchLagged => error.resume_after,
-                _ => None,
-            };
-            let (Some(resume_after), Some(again)) = (resume_after, &self.again) else { return next };
-            // A burst of writes outran this watch: watch again from where it stopped, so no
-            // change is missed. History compacted past that point ends it (`compacted`).
-            let request = WatchRequest { after_revision: Some(resume_after), ..again.request.clone() };
-            match again.api.watch(again.principal.as_ref(), request).await {
-                Ok(resumed) => self.inner = resumed.inner,
-                Err(error) => return Some(Err(error)),
+            match (&next, &mut self.again) {
+                (Some(Err(error)), Some(again))
+                    if error.code == ErrorCode::WatchLagged && error.resume_after.is_some() =>
+                {
+                    again.pending = error.resume_after;
+                }
+                _ => return next,
             }
         }
     }

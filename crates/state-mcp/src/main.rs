@@ -54,7 +54,9 @@ const EXAMPLES: &str = "Examples:
   STATE_TOKEN=... state-mcp --server http://host:7478     serve a remote state-http over stdio";
 
 fn command() -> clap::Command {
-    flags::with_log_default(Cli::command(), "info,rmcp=warn")
+    // Only here, where --server is not global, can clap itself refuse it beside --standalone.
+    let server = |arg: clap::Arg| arg.conflicts_with("standalone");
+    flags::with_log_default(Cli::command(), "info,rmcp=warn").mut_arg("server", server)
 }
 
 fn main() -> ExitCode {

@@ -16,7 +16,8 @@ use std::time::Duration;
 use rmcp::ErrorData as McpError;
 use state_api::auth::Principal;
 use state_api::catalog::Profile;
-use state_api::{Api, Watcher};
+use state_api::{Api, ErrorCode, Watcher};
+use state_core::ops::watch::WatchRequest;
 use tokio::task::AbortHandle;
 
 use crate::resources::{self, Target};
@@ -55,7 +56,10 @@ impl Drop for Subscriptions {
 
 /// The changes to one subscribed resource.
 pub(crate) struct Changes {
+    api: Api,
+    principal: Option<Principal>,
     uri: String,
+    request: WatchRequest,
     watcher: Watcher,
     ended: bool,
 }
@@ -77,8 +81,9 @@ pub(crate) async fn follow(
     let Some(request) = target.watch() else { return Ok(None) };
     // Followed: a subscriber that falls behind a burst of writes watches on from where it
     // stopped, and only hears that the resource changed.
-    let watcher = api.follow(principal, request).await.map_err(|e| resources::error_for(uri, &e))?;
-    Ok(Some(Changes { uri: uri.to_owned(), watcher, ended: false }))
+    let watcher = api.follow(principal, request.clone()).await.map_err(|e| resources::error_for(uri, &e))?;
+    let principal = principal.cloned();
+    Ok(Some(Changes { api: api.clone(), principal, uri: uri.to_owned(), request, watcher, ended: false }))
 }
 
 impl Changes {
@@ -118,6 +123,18 @@ impl Changes {
     async fn next_change(&mut self) -> bool {
         match self.watcher.next().await {
             Some(Ok(_)) => true,
+            // It fell so far behind that history no longer holds what it missed: the resource
+            // changed, and following on from now is enough, since the client reads it as it is.
+            Some(Err(error)) if error.code == ErrorCode::Compacted => {
+                let request = WatchRequest { after_revision: None, ..self.request.clone() };
+                match self.api.follow(self.principal.as_ref(), request).await {
+                    Ok(watcher) => {
+                        self.watcher = watcher;
+                        true
+                    }
+                    Err(error) => self.stop(&error.message),
+                }
+            }
             Some(Err(error)) => self.stop(&error.message),
             None => self.stop("the store closed"),
         }

@@ -83,21 +83,28 @@ pub(crate) struct Open {
 }
 
 impl Open {
+    /// Counts a frame of `bytes` as taken by the consumer.
+    fn took(&mut self, bytes: usize) {
+        self.queued.fetch_sub(bytes, Ordering::SeqCst);
+        self.taken += bytes;
+    }
+
     /// Gives the owner back the bytes taken once they are a quarter of the window, or once
     /// nothing is left to take (else a frame larger than what remains of the window would
     /// wait for credit that never comes), so it sends on while never having more than the
-    /// window outstanding.
-    async fn took(&mut self, bytes: usize) {
-        let left = self.queued.fetch_sub(bytes, Ordering::SeqCst).saturating_sub(bytes);
-        self.taken += bytes;
-        if self.taken >= self.budget / 4 || left == 0 {
-            let call = Call { id: self.id, credit: Some(self.taken as u64), ..Call::default() };
-            if let Ok(frame) = wire::encode(&call) {
-                // A failed write means the connection is gone; the watch resumes on the next.
-                let _ = self.connection.write(&frame).await;
-            }
-            self.taken = 0;
+    /// window outstanding. Run before waiting for the next frame, not after taking one, so a
+    /// caller that stops waiting for `next` never loses a frame it was handed.
+    async fn give_credit(&mut self) {
+        let left = self.queued.load(Ordering::SeqCst);
+        if self.taken == 0 || (self.taken < self.budget / 4 && left > 0) {
+            return;
         }
+        let call = Call { id: self.id, credit: Some(self.taken as u64), ..Call::default() };
+        if let Ok(frame) = wire::encode(&call) {
+            // A failed write means the connection is gone; the watch resumes on the next.
+            let _ = self.connection.write(&frame).await;
+        }
+        self.taken = 0;
     }
 }
 
@@ -180,6 +187,7 @@ impl WatchSource for Remote {
     }
 
     async fn next(&self, open: &mut Open, position: u64) -> Happening {
+        open.give_credit().await;
         let Some((frame, bytes)) = open.frames.recv().await else {
             if open.overflowed.load(Ordering::SeqCst) {
                 let lagged = EngineError::WatchLagged { resume_after: position };
@@ -187,7 +195,7 @@ impl WatchSource for Remote {
             }
             return Happening::Broke;
         };
-        open.took(bytes).await;
+        open.took(bytes);
         match frame {
             ReplyFrame { batch: Some(batch), .. } => Happening::Batch(batch),
             ReplyFrame { end: true, error, .. } => Happening::Ended(error),

@@ -7,7 +7,7 @@ use state_core::ops::history::HistoryRequest;
 use state_core::ops::kv::{BatchGetRequest, DeleteRequest, GetRequest, ListRequest, SetRequest};
 use state_core::ops::{DeleteStatus, ReadStatus, WriteStatus};
 
-use super::{BackendFactory, Store, counter, history_since, lease, set_req, txn};
+use super::{BackendFactory, Store, T0, counter, history_since, lease, set_req, txn};
 use crate::{EngineConfig, EngineError};
 
 pub async fn versions_and_revisions(backend: &dyn BackendFactory) {
@@ -88,6 +88,8 @@ pub async fn ttl_expiry(backend: &dyn BackendFactory) {
         }
     };
     assert_eq!(s.get("session").await.expires_at.as_deref(), Some("2026-11-21T00:00:01.500Z"));
+    // The sweeper wakes for the soonest stored expiry.
+    assert_eq!(s.engine.next_expiry().await.unwrap(), Some(T0.plus_millis(1500)));
 
     s.clock.advance_millis(1499);
     assert_eq!(s.get("session").await.status, ReadStatus::Ok, "still live 1 ms before expiry");
@@ -100,6 +102,7 @@ pub async fn ttl_expiry(backend: &dyn BackendFactory) {
     // Reads hide it before the sweeper runs; the sweep then records the expiry.
     assert_eq!(s.engine.expire_due(100).await.unwrap(), 1);
     assert_eq!(s.engine.expire_due(100).await.unwrap(), 0);
+    assert_eq!(s.engine.next_expiry().await.unwrap(), None, "nothing left to wake for");
     let history = s.engine.history(HistoryRequest { key: Some("session".into()), ..Default::default() }).await.unwrap();
     let ops: Vec<_> = history.events.iter().map(|e| (e.op, e.version, e.time.as_str())).collect();
     assert_eq!(

@@ -25,20 +25,24 @@ const SWEEP_BATCH: usize = 1000;
 #[derive(Debug)]
 pub(crate) struct ExpiryHint {
     soonest: AtomicU64,
+    /// When the sweeper will wake anyway (engine time); a write expiring no sooner does not
+    /// ring. 0 while it sweeps, so nothing stored meanwhile is missed.
+    planned: AtomicU64,
     wake: Notify,
 }
 
 impl Default for ExpiryHint {
     fn default() -> ExpiryHint {
-        ExpiryHint { soonest: AtomicU64::new(u64::MAX), wake: Notify::new() }
+        ExpiryHint { soonest: AtomicU64::new(u64::MAX), planned: AtomicU64::new(0), wake: Notify::new() }
     }
 }
 
 impl ExpiryHint {
     /// A committed write stored an entry expiring `at`: wakes the sweeper if that is sooner
-    /// than anything it was told of.
+    /// than it means to wake. Most writes with an expiry (idempotency records, a day out)
+    /// ring nothing.
     pub(crate) fn note(&self, at: UnixMillis) {
-        if at.0 < self.soonest.fetch_min(at.0, Ordering::SeqCst) {
+        if at.0 < self.planned.load(Ordering::SeqCst) && at.0 < self.soonest.fetch_min(at.0, Ordering::SeqCst) {
             self.wake.notify_one();
         }
     }
@@ -66,21 +70,33 @@ pub(super) fn spawn(engine: Weak<Inner>, config: EngineConfig) -> MaintenanceHan
             // Holding only a weak reference lets the engine shut down while we sleep.
             let Some(inner) = engine.upgrade() else { return };
             let engine = Engine { inner };
+            let (hint, clock) = (engine.inner.expiries.clone(), engine.inner.clock.clone());
+            hint.planned.store(0, Ordering::SeqCst);
+            let swept_at = clock.now();
             if sweep(&engine).await.is_err() || release(&engine).await.is_err() {
                 return; // closed
             }
             if let Some(keep) = config.history_retention {
                 compact(&engine, keep).await;
             }
-            let (hint, clock) = (engine.inner.expiries.clone(), engine.inner.clock.clone());
             // Anything stored from here on rings the bell; anything before is in the index.
             hint.take();
-            // One still due after the sweep is one it could not take (a failed write): the
-            // next tick retries it, rather than a sweep every millisecond.
-            let mut due = engine.next_expiry().await.ok().flatten().filter(|at| at.0 > clock.now().0);
+            let due = match engine.next_expiry().await {
+                Ok(due) => due,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read the next expiry; sweeping again at the next interval");
+                    None
+                }
+            };
+            // One due before the sweep began and still there is one it could not take (a
+            // failed write): the next tick retries it, rather than a sweep every millisecond.
+            let mut due = due.filter(|at| at.0 > swept_at.0);
             drop(engine);
             let tick = tokio::time::Instant::now() + config.sweep_interval;
+            let tick_at =
+                clock.now().0.saturating_add(u64::try_from(config.sweep_interval.as_millis()).unwrap_or(u64::MAX));
             loop {
+                hint.planned.store(due.map_or(tick_at, |at| at.0.min(tick_at)), Ordering::SeqCst);
                 // A millisecond past the expiry: the sweep takes what expired at or before now.
                 let until_due = due.map(|at| Duration::from_millis(at.0.saturating_sub(clock.now().0) + 1));
                 let wake = until_due.map_or(tick, |d| tick.min(tokio::time::Instant::now() + d));

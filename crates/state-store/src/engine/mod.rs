@@ -534,9 +534,11 @@ impl Engine {
     }
 
     /// When the soonest stored expiry falls, expired or not; `None` when nothing expires.
-    pub(super) async fn next_expiry(&self) -> Result<Option<UnixMillis>, EngineError> {
+    pub(crate) async fn next_expiry(&self) -> Result<Option<UnixMillis>, EngineError> {
         self.read(ReadCost::Point, |txn, _| {
-            Ok(txn.expired_before(UnixMillis(u64::MAX), 1)?.first().and_then(|entry| entry.expires_at))
+            // The largest instant every backend can hold (PostgreSQL's bigint).
+            let end_of_time = UnixMillis(i64::MAX.unsigned_abs());
+            Ok(txn.expired_before(end_of_time, 1)?.first().and_then(|entry| entry.expires_at))
         })
         .await
     }
