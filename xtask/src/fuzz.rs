@@ -23,6 +23,9 @@ const RUSTFLAGS: &str = "-Cpasses=sancov-module \
     -Cllvm-args=-sanitizer-coverage-stack-depth \
     --cfg fuzzing";
 
+/// Runs this short or shorter (per target) are built with the `fuzz-short` profile.
+const SHORT_RUN: Duration = Duration::from_secs(30);
+
 const USAGE: &str = "usage: cargo xtask fuzz [--minutes N | --seconds N] [--target NAME]...";
 
 struct Options {
@@ -62,9 +65,11 @@ pub(crate) fn fuzz(args: &[String]) -> Result<()> {
     // With an explicit target, RUSTFLAGS reach the fuzzed code but not build scripts (which
     // would not link against libFuzzer's instrumentation hooks).
     let host = host_triple()?;
+    // A short run only needs a working instrumented build and the corpus replayed.
+    let profile = if options.each <= SHORT_RUN { "fuzz-short" } else { "release" };
     let mut build = cargo();
     build
-        .args(["build", "--release", "--bins", "--locked", "--target", &host, "--manifest-path"])
+        .args(["build", "--profile", profile, "--bins", "--locked", "--target", &host, "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
         .env("CARGO_TARGET_DIR", &target_dir)
         .env("RUSTFLAGS", RUSTFLAGS)
@@ -72,7 +77,7 @@ pub(crate) fn fuzz(args: &[String]) -> Result<()> {
     run(build)?;
     let mut rows = Vec::new();
     for target in &options.targets {
-        rows.push(fuzz_one(&dir, &target_dir.join(&host), target, options.each)?);
+        rows.push(fuzz_one(&dir, &target_dir.join(&host), profile, target, options.each)?);
     }
     eprintln!("\n{:<14} {:>9} {:>14} {:>10} {:>8}", "target", "seconds", "executions", "exec/s", "corpus");
     for row in &rows {
@@ -104,8 +109,8 @@ struct Row {
     corpus: usize,
 }
 
-fn fuzz_one(dir: &Path, target_dir: &Path, target: &str, each: Duration) -> Result<Row> {
-    let binary = target_dir.join("release").join(target);
+fn fuzz_one(dir: &Path, target_dir: &Path, profile: &str, target: &str, each: Duration) -> Result<Row> {
+    let binary = target_dir.join(profile).join(target);
     let work = target_dir.join("corpus").join(target);
     let artifacts = target_dir.join("artifacts").join(target);
     // Crashes of an earlier run are in the regressions already (or were dismissed).
