@@ -21,6 +21,10 @@ use crate::error::EngineError;
 
 const SWEEP_BATCH: usize = 1000;
 
+/// The least time between two sweeps woken by expiries: each sweep is a commit (and a sync), so
+/// keys expiring a millisecond apart are swept together, not one commit each.
+const MIN_SWEEP_GAP: Duration = Duration::from_millis(100);
+
 /// The soonest expiry the writer stored since the sweeper last looked, and the sweeper's bell.
 #[derive(Debug)]
 pub(crate) struct ExpiryHint {
@@ -93,13 +97,14 @@ pub(super) fn spawn(engine: Weak<Inner>, config: EngineConfig) -> MaintenanceHan
             let mut due = due.filter(|at| at.0 > swept_at.0);
             drop(engine);
             let tick = tokio::time::Instant::now() + config.sweep_interval;
+            let earliest = tick.min(tokio::time::Instant::now() + MIN_SWEEP_GAP);
             let tick_at =
                 clock.now().0.saturating_add(u64::try_from(config.sweep_interval.as_millis()).unwrap_or(u64::MAX));
             loop {
                 hint.planned.store(due.map_or(tick_at, |at| at.0.min(tick_at)), Ordering::SeqCst);
                 // A millisecond past the expiry: the sweep takes what expired at or before now.
                 let until_due = due.map(|at| Duration::from_millis(at.0.saturating_sub(clock.now().0) + 1));
-                let wake = until_due.map_or(tick, |d| tick.min(tokio::time::Instant::now() + d));
+                let wake = until_due.map_or(tick, |d| tick.min(tokio::time::Instant::now() + d)).max(earliest);
                 tokio::select! {
                     () = tokio::time::sleep_until(wake) => break,
                     () = hint.wake.notified() => {

@@ -296,3 +296,30 @@ async fn an_expiry_reaches_watchers_when_it_falls_not_at_the_next_sweep_interval
     }
     assert_eq!(kinds, [json!("put"), json!("expired")]);
 }
+
+/// Keys that expire a millisecond apart (a cache refreshed in a loop, or a tenant staggering
+/// TTLs on purpose) are swept together: the sweeper wakes for expiries, but each sweep is a
+/// commit with a sync, so it sweeps at most every 100 ms, not once per key.
+#[tokio::test]
+async fn keys_expiring_a_millisecond_apart_are_swept_in_a_few_commits_not_one_each() {
+    let config = EngineConfig { sweep_interval: Duration::from_secs(3600), ..EngineConfig::default() };
+    let backend = Arc::new(state_store::RedbBackend::in_memory().unwrap());
+    let engine = state_store::Engine::new(backend, Arc::new(state_store::SystemClock), config).unwrap();
+    let _maintenance = engine.start_maintenance();
+    let keys = 200u32;
+    for i in 0..keys {
+        let ttl = 0.2 + f64::from(i) * 0.002;
+        let set =
+            state_core::ops::kv::SetRequest { ttl_seconds: Some(ttl), ..set_req(&format!("c/{i}"), json!(i), None) };
+        engine.set(set).await.unwrap();
+    }
+    let before = engine.batch_stats().commits;
+    // The last expires 0.6 s after the first was written; wait for every expiry to be swept.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while engine.health().await.unwrap().keys != Some(0) {
+        assert!(tokio::time::Instant::now() < deadline, "the keys were never swept");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let sweeps = engine.batch_stats().commits - before;
+    assert!(sweeps <= 12, "{keys} staggered expiries took {sweeps} sweep commits");
+}
