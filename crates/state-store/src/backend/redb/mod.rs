@@ -420,7 +420,7 @@ fn log_file(db: &Path) -> OpenLog {
     let path = wal::log_path(db);
     Box::new(move || {
         let existed = path.exists();
-        let file = files::private_file().read(true).write(true).create(true).truncate(false).open(&path)?;
+        let file = wal::direct::DirectLog::open(&path)?;
         if !existed {
             // The new name must survive a crash as surely as what is written under it.
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {

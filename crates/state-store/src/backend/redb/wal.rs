@@ -46,6 +46,21 @@ pub trait LogFile: Send + Sync + fmt::Debug {
     fn read_at(&self, offset: u64, out: &mut [u8]) -> io::Result<()>;
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()>;
     fn sync(&self) -> io::Result<()>;
+    /// Writes `data` at `offset` and returns once it is on stable storage. Both are multiples
+    /// of 512 bytes, so a file may send them to the device directly ([`direct::DirectLog`]).
+    fn write_durably_at(&self, offset: u64, data: &[u8]) -> Result<(), DurableWriteError> {
+        self.write_at(offset, data).map_err(DurableWriteError::NotWritten)?;
+        self.sync().map_err(DurableWriteError::MaybeWritten)
+    }
+}
+
+/// Why a durable write failed, and so whether its bytes may be on the disk.
+#[derive(Debug)]
+pub enum DurableWriteError {
+    /// Refused before anything was written (a full disk).
+    NotWritten(io::Error),
+    /// Some or all of it may have reached the disk.
+    MaybeWritten(io::Error),
 }
 
 impl LogFile for std::fs::File {
@@ -230,27 +245,35 @@ impl Wal {
         bytes.extend_from_slice(&lsn.to_le_bytes());
         bytes.extend_from_slice(payload);
         bytes.resize(total as usize, 0);
-        // A write that fails leaves the record short of whole, and so never valid: its bytes
-        // past the header are never completed by a later append at this offset, since the log
-        // takes none until it starts over under a new salt.
+        // A torn write leaves the record short of whole, and so never valid: its bytes past the
+        // header are never completed by a later append at this offset, since the log takes none
+        // until it starts over under a new salt.
         if super::failpoint::reached("torn-append") {
             // Half the record reaches the file, then the process dies.
             let _ =
                 self.grow_to(self.end + total).and_then(|()| self.file.write_at(self.end, &bytes[..bytes.len() / 2]));
             std::process::abort();
         }
-        if let Err(error) = self.grow_to(self.end + total).and_then(|()| self.file.write_at(self.end, &bytes)) {
+        if let Err(error) = self.grow_to(self.end + total) {
             self.damaged = true;
             return Err(LogError::Io(error));
         }
-        if let Err(error) = self.file.sync() {
-            // Whole in the page cache, perhaps on the disk: it must not be replayed.
-            let erased = self.file.write_at(self.end, &[0u8; RECORD_HEADER as usize]).and_then(|()| self.file.sync());
-            self.damaged = true;
-            return Err(match erased {
-                Ok(()) => LogError::Io(error),
-                Err(_) => LogError::MaybeWritten(error),
-            });
+        match self.file.write_durably_at(self.end, &bytes) {
+            Ok(()) => {}
+            Err(DurableWriteError::NotWritten(error)) => {
+                self.damaged = true;
+                return Err(LogError::Io(error));
+            }
+            Err(DurableWriteError::MaybeWritten(error)) => {
+                // Perhaps on the disk, whole: it must not be replayed.
+                let erased =
+                    self.file.write_at(self.end, &[0u8; RECORD_HEADER as usize]).and_then(|()| self.file.sync());
+                self.damaged = true;
+                return Err(match erased {
+                    Ok(()) => LogError::Io(error),
+                    Err(_) => LogError::MaybeWritten(error),
+                });
+            }
         }
         self.end += total;
         self.next_lsn += 1;
@@ -404,6 +427,8 @@ fn random_salt() -> u64 {
         }
     }
 }
+
+pub(super) mod direct;
 
 #[cfg(test)]
 mod tests;
