@@ -48,6 +48,15 @@ pub(super) fn decode_entry(key: &str, bytes: &[u8]) -> Result<Entry, StorageErro
     Ok(Entry { key: key.to_owned(), value, version, create_revision, mod_revision, updated_at, expires_at, agent_id })
 }
 
+/// Reads only when an encoded entry expires: replacing or deleting an entry needs its old
+/// expiry to keep the expiry index right, not its value.
+pub(super) fn entry_expiry(key: &str, bytes: &[u8]) -> Result<Option<UnixMillis>, StorageError> {
+    let mut r = Reader::new(bytes, key)?;
+    r.skip(4 * 8)?;
+    let flags = r.u8()?;
+    Ok(if flags & HAS_EXPIRY != 0 { Some(UnixMillis(r.u64()?)) } else { None })
+}
+
 pub(super) fn encode_event(event: &Event) -> Vec<u8> {
     let mut out = Vec::with_capacity(48 + event.key.len());
     out.push(FORMAT);

@@ -732,9 +732,9 @@ impl WriteTxn for RedbWrite<'_> {
         let old_expiry = entries
             .insert(entry.key.as_str(), encoded.as_slice())
             .map_err(storage)?
-            .map(|old| codec::decode_entry(&entry.key, old.value()))
+            .map(|old| codec::entry_expiry(&entry.key, old.value()))
             .transpose()?
-            .and_then(|old| old.expires_at);
+            .flatten();
         drop(entries);
         if old_expiry != entry.expires_at {
             let mut expiry = self.txn.open_table(EXPIRY).map_err(storage)?;
@@ -753,9 +753,10 @@ impl WriteTxn for RedbWrite<'_> {
             calls.delete(key);
         }
         let mut entries = self.txn.open_table(table_for(key)).map_err(storage)?;
-        let old = entries.remove(key).map_err(storage)?.map(|old| codec::decode_entry(key, old.value())).transpose()?;
+        let old_expiry =
+            entries.remove(key).map_err(storage)?.map(|old| codec::entry_expiry(key, old.value())).transpose()?;
         drop(entries);
-        if let Some(at) = old.and_then(|old| old.expires_at) {
+        if let Some(at) = old_expiry.flatten() {
             self.txn.open_table(EXPIRY).map_err(storage)?.remove((at.0, key)).map_err(storage)?;
         }
         Ok(())

@@ -16,7 +16,9 @@ fn entries_round_trip() {
     };
     let bare = Entry { expires_at: None, agent_id: None, value: json!(null), ..full.clone() };
     for entry in [full, bare] {
-        assert_eq!(decode_entry(&entry.key, &encode_entry(&entry)).unwrap(), entry);
+        let encoded = encode_entry(&entry);
+        assert_eq!(decode_entry(&entry.key, &encoded).unwrap(), entry);
+        assert_eq!(entry_expiry(&entry.key, &encoded).unwrap(), entry.expires_at);
     }
 }
 
