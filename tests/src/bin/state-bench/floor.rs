@@ -1,6 +1,7 @@
 //! What this machine cannot go below, measured in the same run as the figures it bounds: a bare
 //! Unix-socket round trip between two processes (the least a call through the owner can cost),
-//! and a bare append with `fdatasync` (the least a durable write can cost).
+//! and a bare durable append, both as the log makes them (one `O_DIRECT | O_DSYNC` write: the
+//! least a durable write can cost) and buffered with `fdatasync` (as PostgreSQL's WAL does).
 
 use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
@@ -66,19 +67,46 @@ pub(crate) fn echo(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Appends `size` bytes and syncs, `count` times, in a fresh preallocated file under `dir`.
-pub(crate) fn bare_appends(dir: &Path, size: usize, count: u64) -> Result<Floor> {
+/// How a bare append is made durable.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Durably {
+    /// Written through the page cache, then `fdatasync`.
+    Buffered,
+    /// One write past the page cache that returns once on the disk (`O_DIRECT | O_DSYNC`).
+    Direct,
+}
+
+/// Appends `size` bytes (a multiple of 512) durably, `count` times, in a fresh preallocated
+/// file under `dir`.
+pub(crate) fn bare_appends(dir: &Path, size: usize, count: u64, sync: Durably) -> Result<Floor> {
+    use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join("floor.bin");
     let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
-    let bytes = vec![0x5a; size];
     // Preallocated and synced, as the log is, so no append changes the file's size.
     file.write_all_at(&vec![0; usize::try_from(size as u64 * count)?], 0)?;
     file.sync_all()?;
+    let file = match sync {
+        Durably::Buffered => file,
+        Durably::Direct => {
+            let flags = rustix::fs::OFlags::DIRECT | rustix::fs::OFlags::DSYNC;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(flags.bits() as i32)
+                .open(&path)
+                .context("opening for direct I/O")?
+        }
+    };
+    // Direct I/O needs memory aligned to the sector; a page covers any.
+    let mut backing = vec![0x5a_u8; size + 4096];
+    let start = backing.as_ptr().align_offset(4096);
+    let bytes = backing.get_mut(start..start + size).context("aligning the buffer")?;
     let cpu_before = thread_cpu()?;
     let started = Instant::now();
     for i in 0..count {
-        file.write_all_at(&bytes, i * size as u64)?;
-        file.sync_data()?;
+        file.write_all_at(bytes, i * size as u64)?;
+        if sync == Durably::Buffered {
+            file.sync_data()?;
+        }
     }
     let elapsed = started.elapsed();
     let cpu = thread_cpu()? - cpu_before;

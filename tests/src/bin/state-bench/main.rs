@@ -144,70 +144,117 @@ fn open_engine(dir: &tempfile_dir::Dir) -> Result<Engine> {
     Ok(Engine::new(Arc::new(backend), Arc::new(SystemClock), EngineConfig::default())?)
 }
 
+/// Durable writes by `n` concurrent writers on a fresh database for `duration`.
+struct WriteRun {
+    per_second: f64,
+    batches: u64,
+    commands: u64,
+    largest: u64,
+    latencies: Vec<Duration>,
+}
+
+async fn durable_writes(n: usize, duration: Duration) -> Result<WriteRun> {
+    let dir = tempfile_dir::Dir::new()?;
+    let engine = open_engine(&dir)?;
+    let before = engine.batch_stats();
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for w in 0..n {
+        let (engine, stop) = (engine.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                let req = SetRequest::new(format!("w{w}/k{i}"), value_256());
+                engine.set(req).await.expect("durable write");
+                latencies.push(t.elapsed());
+                i += 1;
+            }
+            latencies
+        }));
+    }
+    tokio::time::sleep(duration).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await?);
+    }
+    let elapsed = started.elapsed();
+    let stats = engine.batch_stats();
+    engine.close().await;
+    latencies.sort();
+    Ok(WriteRun {
+        per_second: latencies.len() as f64 / elapsed.as_secs_f64(),
+        batches: stats.batches - before.batches,
+        commands: stats.commands - before.commands,
+        largest: stats.largest,
+        latencies,
+    })
+}
+
 async fn engine_writes(writers: &[usize], duration: Duration) -> Result<()> {
     println!("## Engine: durable writes (group commit, one log append and sync per batch, 256-byte values)\n");
     println!("| concurrent writers | acked writes/s | commits | avg batch | largest batch | p50 ack | p99 ack |");
     println!("|---:|---:|---:|---:|---:|---:|---:|");
-    let mut rates = Vec::new();
     for &n in writers {
-        let dir = tempfile_dir::Dir::new()?;
-        let engine = open_engine(&dir)?;
-        let before = engine.batch_stats();
-        let stop = Arc::new(AtomicBool::new(false));
-        let started = Instant::now();
-        let mut tasks = Vec::new();
-        for w in 0..n {
-            let (engine, stop) = (engine.clone(), stop.clone());
-            tasks.push(tokio::spawn(async move {
-                let mut latencies = Vec::new();
-                let mut i = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let t = Instant::now();
-                    let req = SetRequest::new(format!("w{w}/k{i}"), value_256());
-                    engine.set(req).await.expect("durable write");
-                    latencies.push(t.elapsed());
-                    i += 1;
-                }
-                latencies
-            }));
-        }
-        tokio::time::sleep(duration).await;
-        stop.store(true, Ordering::Relaxed);
-        let mut latencies = Vec::new();
-        for task in tasks {
-            latencies.extend(task.await?);
-        }
-        let elapsed = started.elapsed();
-        let stats = engine.batch_stats();
-        let (batches, commands) = (stats.batches - before.batches, stats.commands - before.commands);
-        latencies.sort();
+        let run = durable_writes(n, duration).await?;
         println!(
-            "| {n} | {:.0} | {batches} | {:.1} | {} | {} | {} |",
-            latencies.len() as f64 / elapsed.as_secs_f64(),
-            commands as f64 / batches.max(1) as f64,
-            stats.largest,
-            ms(percentile(&latencies, 0.50)),
-            ms(percentile(&latencies, 0.99)),
+            "| {n} | {:.0} | {} | {:.1} | {} | {} | {} |",
+            run.per_second,
+            run.batches,
+            run.commands as f64 / run.batches.max(1) as f64,
+            run.largest,
+            ms(percentile(&run.latencies, 0.50)),
+            ms(percentile(&run.latencies, 0.99)),
         );
-        engine.close().await;
-        rates.push((n, latencies.len() as f64 / elapsed.as_secs_f64()));
     }
     println!();
-    // The same machine's PostgreSQL, in the same run: single-row upserts, fsync on.
-    for (n, ours) in rates.into_iter().filter(|(n, _)| *n == 1 || *n == 64) {
-        match http::pgbench(n, duration).await {
-            Ok(tps) => println!(
-                "- {n} writer{}: {ours:.0} acked writes/s; pgbench, {n} client{}, same run: {tps:.0} tps; ratio {:.2}× (target {}×)",
-                if n == 1 { "" } else { "s" },
-                if n == 1 { "" } else { "s" },
-                ours / tps,
-                if n == 1 { 2 } else { 3 }
+    beside_pgbench(writers, duration).await?;
+    lone::lone_puts().await?;
+    Ok(())
+}
+
+/// Ours against the same machine's PostgreSQL (single-row upserts, fsync on), taking turns
+/// A B B A so both see the same neighbours: on a shared machine, rates drift by a third within
+/// minutes, and a ratio of two runs minutes apart says more about the drift than about either.
+async fn beside_pgbench(writers: &[usize], duration: Duration) -> Result<()> {
+    let turn = duration.max(Duration::from_secs(3));
+    let sizes: Vec<usize> = writers.iter().copied().filter(|n| *n == 1 || *n == 64).collect();
+    if sizes.is_empty() {
+        return Ok(());
+    }
+    println!("### Beside PostgreSQL, taking turns (ours, pgbench, pgbench, ours; {} s each)\n", turn.as_secs());
+    println!("| writers | ours, acked writes/s (each turn) | pgbench tps (each turn) | ratio of means | target |");
+    println!("|---:|---|---|---:|---:|");
+    for n in sizes {
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        let mut failed = None;
+        for turn_is_ours in [true, false, false, true] {
+            if turn_is_ours {
+                ours.push(durable_writes(n, turn).await?.per_second);
+            } else {
+                match http::pgbench(n, turn).await {
+                    Ok(tps) => theirs.push(tps),
+                    Err(error) => failed = Some(error),
+                }
+            }
+        }
+        let list = |rates: &[f64]| rates.iter().map(|r| format!("{r:.0}")).collect::<Vec<_>>().join(", ");
+        let mean = |rates: &[f64]| rates.iter().sum::<f64>() / rates.len().max(1) as f64;
+        let target = if n == 1 { 2 } else { 3 };
+        match failed {
+            None => println!(
+                "| {n} | {} | {} | {:.2}× | {target}× |",
+                list(&ours),
+                list(&theirs),
+                mean(&ours) / mean(&theirs)
             ),
-            Err(error) => println!("- pgbench reference for {n} not measured: {error:#}"),
+            Some(error) => println!("| {n} | {} | not measured: {error:#} | | {target}× |", list(&ours)),
         }
     }
     println!();
-    lone::lone_puts().await?;
     Ok(())
 }
 
