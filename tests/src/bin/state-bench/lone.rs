@@ -20,26 +20,48 @@ use super::{floor, open_engine, tempfile_dir, value_256};
 /// 8 MiB of records), so its cost is in the figure.
 const PUTS: u64 = 10_000;
 
-pub(super) async fn lone_puts() -> Result<()> {
-    println!("## Engine: one durable 256-byte put at a time\n");
-    let dir = tempfile_dir::Dir::new()?;
-    let device = DeviceCounter::for_path(dir.path());
-    let engine = open_engine(&dir)?;
+/// Rate, CPU and bytes at the device of `PUTS` puts one after another on a fresh database.
+struct Lone {
+    per_second: f64,
+    cpu: Duration,
+    bytes: Option<u64>,
+}
+
+async fn lone(dir: &tempfile_dir::Dir, device: Option<&DeviceCounter>, with_request_id: bool) -> Result<Lone> {
+    let engine = open_engine(dir)?;
     // Past the file's first growth, so what is measured is steady state.
     for i in 0..2000u64 {
         engine.set(SetRequest::new(format!("warm/{i}"), value_256())).await?;
     }
-    let before = device.as_ref().map(DeviceCounter::written).transpose()?;
+    let before = device.map(DeviceCounter::written).transpose()?;
     let cpu_before = own_cpu()?;
     let started = Instant::now();
     for i in 0..PUTS {
-        engine.set(SetRequest::new(format!("lone/{i}"), value_256())).await?;
+        let mut request = SetRequest::new(format!("lone/{i}"), value_256());
+        if with_request_id {
+            request.request_id = Some(format!("put-{i}"));
+        }
+        engine.set(request).await?;
     }
     let elapsed = started.elapsed();
     // Closing checkpoints what the log still holds: that is part of what the puts cost.
     engine.close().await;
+    let after = device.map(DeviceCounter::written).transpose()?;
+    Ok(Lone {
+        per_second: PUTS as f64 / elapsed.as_secs_f64(),
+        cpu: own_cpu()?.saturating_sub(cpu_before) / u32::try_from(PUTS)?,
+        bytes: before.zip(after).map(|(before, after)| (after - before) / PUTS),
+    })
+}
+
+pub(super) async fn lone_puts() -> Result<()> {
+    println!("## Engine: one durable 256-byte put at a time\n");
+    let dir = tempfile_dir::Dir::new()?;
+    let device = DeviceCounter::for_path(dir.path());
+    let plain = lone(&dir, device.as_ref(), false).await?;
+    let with_id_dir = tempfile_dir::Dir::new()?;
+    let with_id = lone(&with_id_dir, device.as_ref(), true).await?;
     let after = device.as_ref().map(DeviceCounter::written).transpose()?;
-    let cpu = own_cpu()?.saturating_sub(cpu_before);
 
     let direct = floor::bare_appends(dir.path(), 1024, PUTS, floor::Durably::Direct)?;
     let direct_after = device.as_ref().map(DeviceCounter::written).transpose()?;
@@ -52,11 +74,18 @@ pub(super) async fn lone_puts() -> Result<()> {
         (Some(from), Some(to)) => format!("{:.0}", (to - from) as f64 / PUTS as f64),
         _ => "n/a (no block device counter)".to_owned(),
     };
+    let bytes = |lone: &Lone| lone.bytes.map_or_else(|| "n/a (no block device counter)".to_owned(), |b| b.to_string());
     println!(
         "| {PUTS} puts, one after another, checkpoint included | {:.0} | {:.1} µs | {} |",
-        PUTS as f64 / elapsed.as_secs_f64(),
-        cpu.as_secs_f64() * 1e6 / PUTS as f64,
-        per(before, after)
+        plain.per_second,
+        plain.cpu.as_secs_f64() * 1e6,
+        bytes(&plain)
+    );
+    println!(
+        "| the same with a request id each (an idempotency record beside each entry) | {:.0} | {:.1} µs | {} |",
+        with_id.per_second,
+        with_id.cpu.as_secs_f64() * 1e6,
+        bytes(&with_id)
     );
     println!(
         "| floor: bare 1 KiB direct O_DSYNC write (as the log writes), same disk | {:.0} | {:.1} µs | {} |",
