@@ -57,7 +57,7 @@ pub trait LogFile: Send + Sync + fmt::Debug {
 /// Why a durable write failed, and so whether its bytes may be on the disk.
 #[derive(Debug)]
 pub enum DurableWriteError {
-    /// Refused before anything was written (a full disk).
+    /// Refused before anything was written (a full disk refusing a buffered write).
     NotWritten(io::Error),
     /// Some or all of it may have reached the disk.
     MaybeWritten(io::Error),
@@ -261,6 +261,9 @@ impl Wal {
         match self.file.write_durably_at(self.end, &bytes) {
             Ok(()) => {}
             Err(DurableWriteError::NotWritten(error)) => {
+                // Said to have written nothing; erased anyway, at no cost worth saving, in case a
+                // file wrote part of it before failing. The write failed either way.
+                let _ = self.file.write_at(self.end, &[0u8; RECORD_HEADER as usize]).and_then(|()| self.file.sync());
                 self.damaged = true;
                 return Err(LogError::Io(error));
             }

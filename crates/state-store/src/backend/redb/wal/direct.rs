@@ -26,6 +26,11 @@ use crate::files;
 
 /// Memory a direct write comes from is aligned to this (a page covers any sector size).
 const MEMORY_ALIGN: usize = 4096;
+/// A record is written in pieces of at most this many bytes: Linux writes at most ~2 GiB in
+/// one call, and a piece is copied to aligned memory first.
+const PIECE_BYTES: usize = 64 * 1024 * 1024;
+/// The aligned buffer is kept between appends up to this size.
+const KEPT_SCRATCH_BYTES: usize = 1024 * 1024;
 
 #[derive(Debug)]
 pub(in crate::backend::redb) struct DirectLog {
@@ -34,8 +39,10 @@ pub(in crate::backend::redb) struct DirectLog {
     direct: Option<File>,
     /// A direct write was refused as misaligned: the device's sectors are larger than 512.
     direct_refused: AtomicBool,
-    /// An aligned copy of the record being written, reused across appends.
+    /// An aligned copy of the piece being written, reused across appends.
     scratch: Mutex<Vec<u8>>,
+    /// A multiple of 512: see `PIECE_BYTES`.
+    piece_bytes: usize,
 }
 
 impl DirectLog {
@@ -51,13 +58,26 @@ impl DirectLog {
             }
             Err(error) => return Err(error),
         };
-        Ok(DirectLog { buffered, direct, direct_refused: AtomicBool::new(false), scratch: Mutex::new(Vec::new()) })
+        Ok(DirectLog {
+            buffered,
+            direct,
+            direct_refused: AtomicBool::new(false),
+            scratch: Mutex::new(Vec::new()),
+            piece_bytes: PIECE_BYTES,
+        })
     }
 
     /// The file as a filesystem without direct I/O has it.
     #[cfg(test)]
     pub(in crate::backend::redb) fn buffered_only(path: &Path) -> io::Result<DirectLog> {
         Ok(DirectLog { direct: None, ..DirectLog::open(path)? })
+    }
+
+    /// The file writing records in pieces of `bytes` (a multiple of 512), so tests reach the
+    /// piece-by-piece path with small records.
+    #[cfg(test)]
+    pub(in crate::backend::redb) fn with_pieces_of(path: &Path, bytes: usize) -> io::Result<DirectLog> {
+        Ok(DirectLog { piece_bytes: bytes, ..DirectLog::open(path)? })
     }
 
     /// Whether records bypass the page cache.
@@ -94,39 +114,53 @@ impl LogFile for DirectLog {
         };
         let refused = |reason: &str| DurableWriteError::NotWritten(io::Error::other(reason.to_owned()));
         let mut scratch = self.scratch.lock().map_err(|_| refused("the log's buffer lock is poisoned"))?;
-        scratch.clear();
-        scratch.resize(data.len() + MEMORY_ALIGN, 0);
-        let start = scratch.as_ptr().align_offset(MEMORY_ALIGN);
-        let aligned =
-            scratch.get_mut(start..start + data.len()).ok_or_else(|| refused("cannot align the log's write buffer"))?;
-        aligned.copy_from_slice(data);
-        // One call: a direct write is not resumed part way, since its remainder would no longer
-        // be aligned.
-        match FileExt::write_at(direct, aligned, offset) {
-            Ok(written) if written == data.len() => Ok(()),
-            Ok(written) => Err(DurableWriteError::MaybeWritten(io::Error::other(format!(
-                "a direct write to the log stopped after {written} of {} bytes",
-                data.len()
-            )))),
-            // A device whose sectors are larger than the log's 512-byte steps refuses them: the
-            // log goes on buffered.
-            Err(error) if error.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
-                tracing::warn!(%error, "the disk refuses the log's direct writes; it goes on through the page cache");
-                self.direct_refused.store(true, Ordering::Relaxed);
-                drop(scratch);
-                buffered()
+        let mut written = 0;
+        for piece in data.chunks(self.piece_bytes) {
+            scratch.clear();
+            scratch.resize(piece.len() + MEMORY_ALIGN, 0);
+            let start = scratch.as_ptr().align_offset(MEMORY_ALIGN);
+            let aligned = scratch
+                .get_mut(start..start + piece.len())
+                .ok_or_else(|| refused("cannot align the log's write buffer"))?;
+            aligned.copy_from_slice(piece);
+            // One call per piece: a direct write is not resumed part way, since its remainder
+            // would no longer be aligned.
+            match FileExt::write_at(direct, aligned, offset + written as u64) {
+                Ok(n) if n == piece.len() => written += n,
+                Ok(n) => {
+                    return Err(DurableWriteError::MaybeWritten(io::Error::other(format!(
+                        "a direct write to the log stopped after {} of {} bytes",
+                        written + n,
+                        data.len()
+                    ))));
+                }
+                // A device whose sectors are larger than the log's 512-byte steps refuses them
+                // (some filesystems only after an earlier piece went through): the whole record
+                // is written again, buffered and synced, and the log goes on that way.
+                Err(error) if error.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
+                    tracing::warn!(%error, "the disk refuses the log's direct writes; it goes on through the page cache");
+                    self.direct_refused.store(true, Ordering::Relaxed);
+                    drop(scratch);
+                    return buffered();
+                }
+                Err(error) if written == 0 && refused_before_writing(&error) => {
+                    return Err(DurableWriteError::NotWritten(error));
+                }
+                Err(error) => return Err(DurableWriteError::MaybeWritten(error)),
             }
-            Err(error) if refused_before_writing(&error) => Err(DurableWriteError::NotWritten(error)),
-            Err(error) => Err(DurableWriteError::MaybeWritten(error)),
         }
+        // A batch far above the usual keeps no buffer of its size for the life of the process.
+        if scratch.capacity() > KEPT_SCRATCH_BYTES {
+            *scratch = Vec::new();
+        }
+        Ok(())
     }
 }
 
-/// Errors a write returns before it touches the disk; any other (an I/O error from the device
-/// while syncing) may come after the data reached it.
+/// Errors a write returns before it touches the disk. Not a full disk: a direct write spanning
+/// extents can put its first ones on the disk and then report ENOSPC (thin-provisioned
+/// volumes, copy-on-write filesystems), so that one may have written part of the record.
 fn refused_before_writing(error: &io::Error) -> bool {
     use rustix::io::Errno;
-    [Errno::NOSPC, Errno::DQUOT, Errno::FBIG, Errno::BADF, Errno::PERM]
-        .iter()
-        .any(|errno| error.raw_os_error() == Some(errno.raw_os_error()))
+    [Errno::BADF, Errno::PERM].iter().any(|errno| error.raw_os_error() == Some(errno.raw_os_error()))
 }
