@@ -1,5 +1,5 @@
 //! The log's file on a real disk: records go straight to the device, bypassing the page cache,
-//! in one synchronous write each (`O_DIRECT | O_DSYNC`).
+//! in one synchronous write each (`O_DIRECT | O_DSYNC`; a batch past 64 MiB in pieces).
 //!
 //! Why: a buffered append dirties a whole 4 KiB page and `fdatasync` writes it back, so every
 //! durable put cost at least 4 KiB at the device and two system calls. A direct write sends only
