@@ -16,7 +16,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,15 +49,7 @@ impl DirectLog {
     /// Opens (creating it private) the log at `path`.
     pub(in crate::backend::redb) fn open(path: &Path) -> io::Result<DirectLog> {
         let buffered = files::private_file().read(true).write(true).create(true).truncate(false).open(path)?;
-        let flags = rustix::fs::OFlags::DIRECT | rustix::fs::OFlags::DSYNC;
-        let direct = match files::private_file().write(true).custom_flags(flags.bits() as i32).open(path) {
-            Ok(file) => Some(file),
-            Err(error) if error.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
-                tracing::debug!(path = %path.display(), "no direct I/O on this filesystem; the log is buffered");
-                None
-            }
-            Err(error) => return Err(error),
-        };
+        let direct = open_direct(path)?;
         Ok(DirectLog {
             buffered,
             direct,
@@ -155,6 +147,27 @@ impl LogFile for DirectLog {
         }
         Ok(())
     }
+}
+
+/// A second handle on the log that writes past the page cache, or `None` where the filesystem
+/// (or the system: direct I/O here is Linux's) does not do that.
+#[cfg(target_os = "linux")]
+fn open_direct(path: &Path) -> io::Result<Option<File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = rustix::fs::OFlags::DIRECT | rustix::fs::OFlags::DSYNC;
+    match files::private_file().write(true).custom_flags(flags.bits() as i32).open(path) {
+        Ok(file) => Ok(Some(file)),
+        Err(error) if error.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
+            tracing::debug!(path = %path.display(), "no direct I/O on this filesystem; the log is buffered");
+            Ok(None)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_direct(_path: &Path) -> io::Result<Option<File>> {
+    Ok(None)
 }
 
 /// Errors a write returns before it touches the disk. Not a full disk: a direct write spanning
