@@ -50,7 +50,7 @@ async fn lone(dir: &tempfile_dir::Dir, device: Option<&DeviceCounter>, with_requ
     Ok(Lone {
         per_second: PUTS as f64 / elapsed.as_secs_f64(),
         cpu: own_cpu()?.saturating_sub(cpu_before) / u32::try_from(PUTS)?,
-        bytes: before.zip(after).map(|(before, after)| (after - before) / PUTS),
+        bytes: per_write(before, after),
     })
 }
 
@@ -70,39 +70,38 @@ pub(super) async fn lone_puts() -> Result<()> {
 
     println!("| what | per second | CPU per write | bytes to the disk per write |");
     println!("|---|---:|---:|---:|");
-    let per = |from: Option<u64>, to: Option<u64>| match (from, to) {
-        (Some(from), Some(to)) => format!("{:.0}", (to - from) as f64 / PUTS as f64),
-        _ => "n/a (no block device counter)".to_owned(),
+    let row = |what: &str, per_second: f64, cpu: Duration, bytes: Option<u64>| {
+        let bytes = bytes.map_or_else(|| "n/a (no block device counter)".to_owned(), |b| b.to_string());
+        println!("| {what} | {per_second:.0} | {:.1} µs | {bytes} |", cpu.as_secs_f64() * 1e6);
     };
-    let bytes = |lone: &Lone| lone.bytes.map_or_else(|| "n/a (no block device counter)".to_owned(), |b| b.to_string());
-    println!(
-        "| {PUTS} puts, one after another, checkpoint included | {:.0} | {:.1} µs | {} |",
-        plain.per_second,
-        plain.cpu.as_secs_f64() * 1e6,
-        bytes(&plain)
-    );
-    println!(
-        "| the same with a request id each (an idempotency record beside each entry) | {:.0} | {:.1} µs | {} |",
+    row(&format!("{PUTS} puts, one after another, checkpoint included"), plain.per_second, plain.cpu, plain.bytes);
+    row(
+        "the same with a request id each (an idempotency record beside each entry)",
         with_id.per_second,
-        with_id.cpu.as_secs_f64() * 1e6,
-        bytes(&with_id)
+        with_id.cpu,
+        with_id.bytes,
     );
-    println!(
-        "| floor: bare 1 KiB direct O_DSYNC write (as the log writes), same disk | {:.0} | {:.1} µs | {} |",
+    row(
+        "floor: bare 1 KiB direct O_DSYNC write (as the log writes), same disk",
         direct.per_second,
-        direct.cpu.as_secs_f64() * 1e6,
-        per(after, direct_after)
+        direct.cpu,
+        per_write(after, direct_after),
     );
-    println!(
-        "| bare 1 KiB buffered append + fdatasync (as a WAL through the page cache), same disk | {:.0} | {:.1} µs | {} |",
+    row(
+        "bare 1 KiB buffered append + fdatasync (as a WAL through the page cache), same disk",
         buffered.per_second,
-        buffered.cpu.as_secs_f64() * 1e6,
-        per(direct_after, buffered_after)
+        buffered.cpu,
+        per_write(direct_after, buffered_after),
     );
     println!(
         "\nTarget: ≤ 4,096 bytes per put. A buffered sync writes at least one 4 KiB page; a direct write only the 512-byte sectors it covers.\n"
     );
     Ok(())
+}
+
+/// Bytes to the device per write of `PUTS`, between two readings of its counter.
+fn per_write(before: Option<u64>, after: Option<u64>) -> Option<u64> {
+    before.zip(after).map(|(before, after)| (after - before) / PUTS)
 }
 
 /// Bytes the block device holding a path has written since boot.

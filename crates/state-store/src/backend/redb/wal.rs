@@ -263,14 +263,13 @@ impl Wal {
             Err(DurableWriteError::NotWritten(error)) => {
                 // Said to have written nothing; erased anyway, at no cost worth saving, in case a
                 // file wrote part of it before failing. The write failed either way.
-                let _ = self.file.write_at(self.end, &[0u8; RECORD_HEADER as usize]).and_then(|()| self.file.sync());
+                let _ = self.erase_record_at(self.end);
                 self.damaged = true;
                 return Err(LogError::Io(error));
             }
             Err(DurableWriteError::MaybeWritten(error)) => {
                 // Perhaps on the disk, whole: it must not be replayed.
-                let erased =
-                    self.file.write_at(self.end, &[0u8; RECORD_HEADER as usize]).and_then(|()| self.file.sync());
+                let erased = self.erase_record_at(self.end);
                 self.damaged = true;
                 return Err(match erased {
                     Ok(()) => LogError::Io(error),
@@ -290,7 +289,7 @@ impl Wal {
         let total = aligned(RECORD_HEADER + length as u64);
         let start = self.end - total;
         debug_assert_eq!(lsn + 1, self.next_lsn);
-        let erased = self.file.write_at(start, &[0u8; RECORD_HEADER as usize]).and_then(|()| self.file.sync());
+        let erased = self.erase_record_at(start);
         if let Err(error) = erased {
             self.damaged = true;
             return Err(LogError::Io(error));
@@ -298,6 +297,12 @@ impl Wal {
         self.end = start;
         self.next_lsn = lsn;
         Ok(())
+    }
+
+    /// Zeroes the header of the record at `at` and syncs it: it is never replayed.
+    fn erase_record_at(&self, at: u64) -> io::Result<()> {
+        self.file.write_at(at, &[0u8; RECORD_HEADER as usize])?;
+        self.file.sync()
     }
 
     /// Starts the log over: every record so far is in a durable commit of the database, and
