@@ -10,8 +10,11 @@
 //!   exactly one write transaction commits at a time across every process that uses the
 //!   database. The engine runs one write transaction at a time in its process;
 //!   [`Backend::writer_exclusion`] says what keeps other processes out.
-//! - **Durable before acknowledged.** [`WriteTxn::commit`] returns only once the changes would
-//!   survive a crash or a power cut.
+//! - **Durable before acknowledged.** [`WriteTxn::commit`] (and [`WriteTxn::commit_durably`])
+//!   returns only once the changes would survive a crash or a power cut.
+//! - **Visible after acknowledged, to every read that begins after it.** A backend may defer
+//!   making a durable transaction visible ([`Unpublished`]); the engine holds back the reads
+//!   that begin meanwhile until it is published.
 //! - **Snapshots.** A [`ReadTxn`] sees one committed state, unaffected by later commits.
 //! - **Errors are domain errors.** A backend turns its own errors into [`StorageError`]; a
 //!   failure before commit that is worth retrying (a serialization conflict, a dropped
@@ -156,4 +159,35 @@ pub trait WriteTxn: ReadTxn {
     /// Makes everything durable; only then may the engine acknowledge. Dropping a write
     /// transaction without committing it aborts it.
     fn commit(self: Box<Self>) -> Result<(), StorageError>;
+    /// Makes everything durable without necessarily making it visible to readers yet: the
+    /// engine acknowledges once this returns, then calls [`Unpublished::publish`]. A backend
+    /// whose durability costs one log append defers the rest of its commit (applying the
+    /// batch to its own structures) past the acknowledgement this way. The default commits.
+    fn commit_durably<'t>(self: Box<Self>) -> Result<Box<dyn Unpublished + 't>, StorageError>
+    where
+        Self: 't,
+    {
+        self.commit()?;
+        Ok(Box::new(Published))
+    }
+}
+
+/// A durable, acknowledged write transaction that readers may not see yet.
+pub trait Unpublished {
+    /// Makes the transaction visible to readers. An error here loses nothing acknowledged:
+    /// the backend has noted it and recovers the transaction (from its log) before the next
+    /// read or write.
+    fn publish(&mut self) -> Result<(), StorageError>;
+    /// Upkeep once readers see the transaction (a checkpoint of the log), kept off their path
+    /// and off the acknowledgement's. Failures are the backend's to report and retry.
+    fn finish(self: Box<Self>) {}
+}
+
+/// A transaction that was visible as soon as it was durable.
+pub(crate) struct Published;
+
+impl Unpublished for Published {
+    fn publish(&mut self) -> Result<(), StorageError> {
+        Ok(())
+    }
 }

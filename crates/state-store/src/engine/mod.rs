@@ -12,6 +12,7 @@ mod semaphore;
 mod text;
 mod transfer;
 mod view;
+mod visibility;
 mod watch;
 mod writer;
 
@@ -62,6 +63,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use self::maintenance::ExpiryHint;
 pub use self::maintenance::MaintenanceHandle;
 use self::view::TxnView;
+use self::visibility::Visibility;
 pub use self::watch::Watch;
 use self::watch::{Committed, Feed};
 pub use self::writer::BatchStats;
@@ -142,6 +144,8 @@ struct Inner {
     stats: Arc<WriterStats>,
     /// The soonest expiry written since the sweeper last looked, to wake it early.
     expiries: Arc<ExpiryHint>,
+    /// Holds back reads until what was acknowledged is visible.
+    visibility: Arc<Visibility>,
     started_at: UnixMillis,
 }
 
@@ -153,13 +157,19 @@ impl Engine {
         let feed = Feed::new(config.watch_buffer.max(1), config.watch_buffer_bytes);
         let stats = Arc::new(WriterStats::default());
         let expiries = Arc::new(ExpiryHint::default());
+        let visibility = Arc::new(Visibility::default());
         let writer = {
-            let (backend, clock, stats, feed) = (backend.clone(), clock.clone(), stats.clone(), feed.clone());
-            let expiries = expiries.clone();
+            let (backend, clock) = (backend.clone(), clock.clone());
+            let outlets = writer::Outlets {
+                stats: stats.clone(),
+                feed: feed.clone(),
+                expiries: expiries.clone(),
+                visibility: visibility.clone(),
+            };
             let max_batch = config.max_batch.max(1);
             std::thread::Builder::new()
                 .name("state-writer".into())
-                .spawn(move || writer::run(backend, clock, queue, max_batch, stats, feed, expiries))
+                .spawn(move || writer::run(backend, clock, queue, max_batch, outlets))
                 .map_err(|e| StorageError::Other(format!("cannot start the writer thread: {e}")))?
         };
         let started_at = clock.now();
@@ -178,6 +188,7 @@ impl Engine {
                 config,
                 stats,
                 expiries,
+                visibility,
                 started_at,
             }),
         })
@@ -232,6 +243,7 @@ impl Engine {
         if cost == ReadCost::Point {
             let backend = self.backend()?;
             if let Some(read) = backend.get_now(&req.key) {
+                self.inner.visibility.settled().await;
                 let now = self.inner.clock.now();
                 let (entry, revision) = read.await?;
                 return Ok(reads::current(&req.key, entry, now, revision));
@@ -592,6 +604,7 @@ impl Engine {
     /// while writes go on (off the async workers: it reads the whole store).
     pub async fn backup(&self, to: std::path::PathBuf) -> Result<crate::backend::Backup, EngineError> {
         let backend = self.backend()?;
+        self.inner.visibility.settled().await;
         tokio::task::spawn_blocking(move || backend.backup(&to))
             .await
             .map_err(|_| EngineError::Closed)?
@@ -642,6 +655,7 @@ impl Engine {
         F: FnOnce(&dyn ReadTxn, UnixMillis) -> Result<T, EngineError> + Send + 'static,
     {
         let backend = self.backend()?;
+        self.inner.visibility.settled().await;
         let now = self.inner.clock.now();
         let inline = cost == ReadCost::Point && backend.inline_point_reads();
         let run = move || {

@@ -3,8 +3,10 @@
 //! All writes go through one OS thread that owns the backend's write transaction. It blocks
 //! for the first queued command, then drains whatever else is already queued (no waiting for
 //! stragglers), applies each command in queue order inside one transaction so each sees the
-//! effects of the ones before it, commits once (one fsync), and only then answers every
-//! command. Nothing is acknowledged or visible before it is durable.
+//! effects of the ones before it, makes it durable once (one log append and sync), and only
+//! then answers every command. Nothing is acknowledged or visible before it is durable; the
+//! batch is published to readers right after the answers ([`Visibility`] holds back reads that
+//! begin in between), so a backend's apply step is not part of a write's latency.
 //!
 //! A batch that fails with a retryable storage error is staged again from the start: commands
 //! are re-runnable (their plans are `Fn`), and nothing of a failed attempt was applied.
@@ -23,8 +25,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::maintenance::ExpiryHint;
 use super::view::TxnView;
+use super::visibility::Visibility;
 use super::watch::Feed;
-use crate::backend::{Backend, Order, ReadTxn, WriteTxn};
+use crate::backend::{Backend, Order, ReadTxn, Unpublished, WriteTxn};
 use crate::backoff::Backoff;
 use crate::clock::Clock;
 use crate::error::{EngineError, StorageError};
@@ -302,14 +305,21 @@ impl WriterStats {
     }
 }
 
+/// Where the writer reports each batch: to benchmarks and health, to watchers, to the
+/// sweeper, and to readers waiting for what was acknowledged.
+pub(super) struct Outlets {
+    pub(super) stats: Arc<WriterStats>,
+    pub(super) feed: Feed,
+    pub(super) expiries: Arc<ExpiryHint>,
+    pub(super) visibility: Arc<Visibility>,
+}
+
 pub(super) fn run(
     backend: Arc<dyn Backend>,
     clock: Arc<dyn Clock>,
     mut queue: mpsc::Receiver<Box<dyn Command>>,
     max_batch: usize,
-    stats: Arc<WriterStats>,
-    feed: Feed,
-    expiries: Arc<ExpiryHint>,
+    outlets: Outlets,
 ) {
     let mut batch: Vec<Box<dyn Command>> = Vec::with_capacity(max_batch);
     while let Some(first) = queue.blocking_recv() {
@@ -320,44 +330,76 @@ pub(super) fn run(
                 Err(_) => break,
             }
         }
-        stats.record(batch.len());
-        let failure = commit_with_retries(&*backend, &*clock, &mut batch, &stats, &feed, &expiries).err();
-        if let Some(error) = &failure {
-            tracing::error!(%error, commands = batch.len(), "write batch failed; nothing in it was applied");
-        }
-        for command in batch.drain(..) {
-            command.answer(failure.as_ref());
+        outlets.stats.record(batch.len());
+        match commit_with_retries(&*backend, &*clock, &mut batch, &outlets.stats, &outlets.feed) {
+            Ok(durable) => {
+                // Answered as soon as it is durable; published to readers right after, while
+                // the callers go on. Reads that begin meanwhile wait for the publication.
+                let number = durable.as_ref().map(|_| outlets.visibility.acknowledging());
+                for command in batch.drain(..) {
+                    command.answer(None);
+                }
+                if let (Some(durable), Some(number)) = (durable, number) {
+                    durable.publish(&outlets, number);
+                }
+            }
+            Err(error) => {
+                tracing::error!(%error, commands = batch.len(), "write batch failed; nothing in it was applied");
+                for command in batch.drain(..) {
+                    command.answer(Some(&error));
+                }
+            }
         }
     }
     tracing::debug!("write queue closed; writer stopping");
 }
 
-/// Stages and commits a batch, staging it again after a retryable error. Each attempt plans
-/// against the state the backend has then, so a retried batch decides afresh.
-fn commit_with_retries(
-    backend: &dyn Backend,
+/// A batch that is durable and answered for, not yet visible to readers.
+struct Durable<'b> {
+    unpublished: Box<dyn Unpublished + 'b>,
+    /// The revisions it committed (first and last), if any.
+    revisions: Option<(u64, u64)>,
+    /// Its events, for watchers, while there are any.
+    events: Option<Vec<Event>>,
+    soonest_expiry: Option<UnixMillis>,
+}
+
+impl Durable<'_> {
+    /// Makes the batch visible to readers, then tells watchers and the sweeper, then lets the
+    /// backend do its upkeep.
+    fn publish(mut self, outlets: &Outlets, number: u64) {
+        if let Err(error) = self.unpublished.publish() {
+            // Durable and acknowledged: the backend recovers it before the next operation.
+            tracing::error!(%error, "an acknowledged batch could not be applied yet; it is recovered from the log");
+        }
+        outlets.visibility.published(number);
+        if let Some((first, last)) = self.revisions {
+            outlets.feed.publish(first, last, self.events);
+        }
+        if let Some(at) = self.soonest_expiry {
+            outlets.expiries.note(at);
+        }
+        self.unpublished.finish();
+    }
+}
+
+/// Stages a batch and makes it durable, staging it again after a retryable error. Each
+/// attempt plans against the state the backend has then, so a retried batch decides afresh.
+/// `None` when the batch changed nothing.
+fn commit_with_retries<'b>(
+    backend: &'b dyn Backend,
     clock: &dyn Clock,
     batch: &mut [Box<dyn Command>],
     stats: &WriterStats,
     feed: &Feed,
-    expiries: &ExpiryHint,
-) -> Result<(), StorageError> {
+) -> Result<Option<Durable<'b>>, StorageError> {
     let mut backoff = Backoff::new(FIRST_BACKOFF, Duration::from_millis(200));
     let mut attempt = 1;
     loop {
         // Events are copied for watchers only while there are any; a watcher that arrives
         // meanwhile reads this batch from history instead.
-        let mut events = (feed.sender.receiver_count() > 0).then(Vec::new);
-        let mut soonest_expiry = None;
-        match stage_and_commit(backend, clock, batch, stats, events.as_mut(), &mut soonest_expiry) {
-            Ok(Some((first, last))) => {
-                feed.publish(first, last, events);
-                if let Some(at) = soonest_expiry {
-                    expiries.note(at);
-                }
-                return Ok(());
-            }
-            Ok(None) => return Ok(()),
+        let events = (feed.sender.receiver_count() > 0).then(Vec::new);
+        match stage_and_commit(backend, clock, batch, stats, events) {
             Err(StorageError::Retryable(reason)) if attempt < RETRIES => {
                 tracing::warn!(%reason, attempt, commands = batch.len(), "write batch hit a transient failure; retrying");
                 stats.retries.fetch_add(1, Ordering::Relaxed);
@@ -365,35 +407,34 @@ fn commit_with_retries(
                 std::thread::sleep(backoff.next_pause());
                 attempt += 1;
             }
-            Err(error) => return Err(error),
+            settled => return settled,
         }
     }
 }
 
-/// Stages the batch in one transaction and commits it. Returns the revisions it committed
-/// (first and last), or `None` if it committed none.
-fn stage_and_commit(
-    backend: &dyn Backend,
+/// Stages the batch in one transaction and makes it durable.
+fn stage_and_commit<'b>(
+    backend: &'b dyn Backend,
     clock: &dyn Clock,
     batch: &mut [Box<dyn Command>],
     stats: &WriterStats,
-    mut feed: Option<&mut Vec<Event>>,
-    soonest_expiry: &mut Option<UnixMillis>,
-) -> Result<Option<(u64, u64)>, StorageError> {
+    mut events: Option<Vec<Event>>,
+) -> Result<Option<Durable<'b>>, StorageError> {
     let mut txn = backend.begin_write()?;
     // Where processes share the database, its clock decides expiry, so they all agree.
     let now = txn.database_now().unwrap_or_else(|| clock.now());
     let start = txn.revision()?;
     let mut revision = start;
     let mut touched = false;
+    let mut soonest_expiry = None;
     for command in batch.iter_mut() {
         let ctx = WriteContext { now, revision };
-        let applied = command.apply(&mut *txn, &ctx, feed.as_deref_mut())?;
+        let applied = command.apply(&mut *txn, &ctx, events.as_mut())?;
         if let Some(committed) = applied.revision {
             revision = committed;
         }
         touched |= applied.touched;
-        *soonest_expiry = (*soonest_expiry).into_iter().chain(applied.soonest_expiry).min();
+        soonest_expiry = soonest_expiry.into_iter().chain(applied.soonest_expiry).min();
     }
     if revision != start {
         txn.set_revision(revision)?;
@@ -404,8 +445,9 @@ fn stage_and_commit(
         return Ok(None);
     }
     let started = std::time::Instant::now();
-    txn.commit()?;
+    let unpublished = txn.commit_durably()?;
     stats.commits.fetch_add(1, Ordering::Relaxed);
     stats.commit_nanos.fetch_add(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
-    Ok((revision != start).then_some((start + 1, revision)))
+    let revisions = (revision != start).then_some((start + 1, revision));
+    Ok(Some(Durable { unpublished, revisions, events, soonest_expiry }))
 }

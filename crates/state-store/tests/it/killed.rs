@@ -1,10 +1,10 @@
 //! Real processes killed at every phase of a commit and a checkpoint: half-way through a log
-//! append, after the append's sync and before redb applied it, after the commit, after a
-//! checkpoint's durable commit and before the log starts over, half-way through the log's new
-//! header. A child process (this test binary, re-run on one test) writes under concurrent load
-//! and prints each write it saw acknowledged; it aborts at the chosen point (feature
-//! `failpoints`), and the reopened store must hold every acknowledged write, transactions
-//! whole, and go on.
+//! append, after the append's sync and before the callers were answered, after they were
+//! answered and before redb applied the batch, after the commit, after a checkpoint's durable
+//! commit and before the log starts over, half-way through the log's new header. A child
+//! process (this test binary, re-run on one test) writes under concurrent load and prints each
+//! write it saw acknowledged; it aborts at the chosen point (feature `failpoints`), and the
+//! reopened store must hold every acknowledged write, transactions whole, and go on.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
@@ -18,7 +18,8 @@ use state_store::{Engine, EngineConfig, RedbBackend, SystemClock};
 
 use crate::support::{set_req, txn};
 
-const PHASES: [&str; 5] = ["torn-append", "wal-synced", "committed", "checkpoint-durable", "torn-header"];
+const PHASES: [&str; 6] =
+    ["torn-append", "wal-synced", "acknowledged", "committed", "checkpoint-durable", "torn-header"];
 
 fn open(db: &Path) -> Engine {
     let backend = RedbBackend::open(db).unwrap_or_else(|e| panic!("reopen after the kill: {e}"));

@@ -77,6 +77,14 @@ async fn a_write_the_disk_refuses_costs_nothing_acknowledged_and_the_store_recov
     for n in 0..5 {
         engine.set(crate::support::set_req(&format!("k{n}"), json!(n), None)).await.unwrap();
     }
+    // A write is answered once it is durable; redb's commit and the checkpoint come after.
+    // The writer takes the next request only when they are done: once a conflict (which
+    // changes nothing) is answered, the disk may fill without touching the last write's upkeep.
+    let upkeep_done = || async {
+        let conflict = engine.set(crate::support::set_req("k0", json!(0), Some(99))).await.unwrap();
+        assert_eq!(conflict.status, state_core::ops::WriteStatus::Conflict, "{conflict:?}");
+    };
+    upkeep_done().await;
 
     // The disk fills up (another process filled it past the free-space check): the write's
     // log append fails, clearly, and it is not applied. Reads go on meanwhile.
@@ -96,6 +104,7 @@ async fn a_write_the_disk_refuses_costs_nothing_acknowledged_and_the_store_recov
     assert_eq!(engine.get(get("k5")).await.unwrap().value, None, "the refused write was not applied");
     let next = engine.set(crate::support::set_req("k5", json!("later"), None)).await.unwrap();
     assert_eq!(next.revision, 6, "revisions go on from the last commit, without a gap");
+    upkeep_done().await;
 
     // Now only the database's disk is full (the log lives elsewhere). Writes are acknowledged
     // from the log while the database file cannot take a checkpoint (one is tried after every

@@ -27,7 +27,7 @@ pub mod wal;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use redb::{
     Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
@@ -40,7 +40,7 @@ use state_core::{Entry, Event, UnixMillis};
 use self::holder::Holder;
 use self::logged::Calls;
 use self::wal::{LogError, LogFile, Wal};
-use super::{Backend, Order, ReadTxn, WriteTxn, WriterExclusion};
+use super::{Backend, Order, Published, ReadTxn, Unpublished, WriteTxn, WriterExclusion};
 use crate::error::{OpenError, StorageError};
 use crate::files;
 
@@ -858,12 +858,25 @@ impl WriteTxn for RedbWrite<'_> {
     }
 
     fn commit(self: Box<Self>) -> Result<(), StorageError> {
+        let mut durable = self.commit_durably()?;
+        durable.publish()?;
+        durable.finish();
+        Ok(())
+    }
+
+    fn commit_durably<'t>(self: Box<Self>) -> Result<Box<dyn Unpublished + 't>, StorageError>
+    where
+        Self: 't,
+    {
         // Dropping the transaction aborts it: nothing of a refused commit reaches the file.
         self.backend.check_space(self.written)?;
         let RedbWrite { mut txn, backend, calls, .. } = *self;
         let (Some(calls), Some(log)) = (calls, &backend.log) else {
-            return txn.commit().map_err(|e| backend.noted(storage(e)));
+            txn.commit().map_err(|e| backend.noted(storage(e)))?;
+            return Ok(Box::new(Published));
         };
+        // Held until the batch is published: a reopen (which replays the log) must not run
+        // between the append and the commit that applies it.
         let mut slot = log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()))?;
         let Some(wal) = slot.as_mut() else {
             return Err(StorageError::Io("the write-ahead log is being reopened; retry shortly".into()));
@@ -871,9 +884,8 @@ impl WriteTxn for RedbWrite<'_> {
         let lsn = wal.next_lsn();
         txn.open_table(META).map_err(storage)?.insert(META_WAL_LSN, lsn).map_err(storage)?;
         txn.set_durability(Durability::None).map_err(|e| StorageError::Other(e.to_string()))?;
-        let payload = calls.into_bytes();
-        // Durable once this returns; visible to readers only after the commit below.
-        if let Err(error) = wal.append(&payload) {
+        // Durable once this returns; visible to readers only once published.
+        if let Err(error) = wal.append(&calls.into_bytes()) {
             // Not applied unless the log could not say: the transaction is dropped unapplied.
             return Err(match error {
                 LogError::MaybeWritten(e) => StorageError::OutcomeUnknown(format!(
@@ -885,22 +897,49 @@ impl WriteTxn for RedbWrite<'_> {
             });
         }
         failpoint::crash_at("wal-synced");
+        Ok(Box::new(Logged { txn: Some(txn), published: false, wal: slot, backend }))
+    }
+}
+
+/// A batch whose log record is durable; its redb commit (without a sync of its own) is what
+/// publishes it.
+struct Logged<'a> {
+    /// `None` once its commit was tried.
+    txn: Option<WriteTransaction>,
+    /// Its commit succeeded: the log may be checkpointed.
+    published: bool,
+    wal: MutexGuard<'a, Option<Wal>>,
+    backend: &'a RedbBackend,
+}
+
+impl Unpublished for Logged<'_> {
+    fn publish(&mut self) -> Result<(), StorageError> {
+        let Some(txn) = self.txn.take() else { return Ok(()) };
+        // The engine has answered by now: only the log holds the batch.
+        failpoint::crash_at("acknowledged");
         if let Err(error) = txn.commit() {
-            let error = backend.noted(storage(error));
-            return match wal.retract(lsn, payload.len()) {
-                Ok(()) => Err(error),
-                Err(_) => Err(StorageError::OutcomeUnknown(format!(
-                    "{error}; its record in the log could not be taken back, so a restart may apply it"
-                ))),
-            };
+            // The batch is in the log and may have been acknowledged: it must not be lost
+            // nor stay unseen. Whatever redb's error, the handle is reopened before the next
+            // operation, and the reopen replays the log, this batch included.
+            self.backend.failed.store(true, Ordering::SeqCst);
+            return Err(storage(error));
         }
         failpoint::crash_at("committed");
-        if wal.used() >= log.checkpoint_bytes.load(Ordering::Relaxed)
+        self.published = true;
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>) {
+        let backend = self.backend;
+        let Some(wal) = self.wal.as_mut() else { return };
+        let threshold = backend.log.as_ref().map_or(u64::MAX, |log| log.checkpoint_bytes.load(Ordering::Relaxed));
+        // After a failed commit the handle is reopened (and the log replayed) first.
+        if self.published
+            && wal.used() >= threshold
             && let Err(error) = backend.checkpoint(wal)
         {
             // The batch is durable in the log: it stands. The next commit checkpoints again.
             tracing::warn!(%error, "checkpoint failed; the log keeps growing until one succeeds");
         }
-        Ok(())
     }
 }

@@ -282,23 +282,6 @@ impl Wal {
         Ok(lsn)
     }
 
-    /// Takes back the record just appended, whose batch redb then failed to apply: it must not
-    /// be replayed, since its caller was told it failed. If even that fails, the log is damaged
-    /// and the caller must treat the batch's outcome as unknown.
-    pub(super) fn retract(&mut self, lsn: u64, length: usize) -> Result<(), LogError> {
-        let total = aligned(RECORD_HEADER + length as u64);
-        let start = self.end - total;
-        debug_assert_eq!(lsn + 1, self.next_lsn);
-        let erased = self.erase_record_at(start);
-        if let Err(error) = erased {
-            self.damaged = true;
-            return Err(LogError::Io(error));
-        }
-        self.end = start;
-        self.next_lsn = lsn;
-        Ok(())
-    }
-
     /// Zeroes the header of the record at `at` and syncs it: it is never replayed.
     fn erase_record_at(&self, at: u64) -> io::Result<()> {
         self.file.write_at(at, &[0u8; RECORD_HEADER as usize])?;

@@ -160,18 +160,6 @@ fn a_torn_header_leaves_the_other_in_charge() {
 }
 
 #[test]
-fn a_retracted_record_is_not_replayed() {
-    let file = Bytes::default();
-    let (mut wal, _) = open(&file).unwrap();
-    wal.append(b"kept").unwrap();
-    let lsn = wal.append(b"refused by the database").unwrap();
-    wal.retract(lsn, b"refused by the database".len()).unwrap();
-    assert_eq!(wal.append(b"after").unwrap(), lsn);
-    let (_, records) = open(&file).unwrap();
-    assert_eq!(records.iter().map(|r| r.payload.as_slice()).collect::<Vec<_>>(), [&b"kept"[..], b"after"]);
-}
-
-#[test]
 fn a_log_with_data_but_no_intact_header_is_refused_and_a_zeroed_one_is_new() {
     let file = Bytes::default();
     let (mut wal, _) = open(&file).unwrap();
@@ -209,7 +197,7 @@ fn client_bytes_shaped_like_a_record_are_not_taken_for_one() {
 }
 
 /// The real file: records written past the page cache come back through it, across start
-/// overs (whose headers are buffered) and a retraction (a buffered erase over a direct write).
+/// overs (whose headers are buffered).
 /// CI's disk takes direct writes (`STATE_REQUIRE_DIRECT_IO`), so there the direct path is the
 /// one proven, not the fallback.
 #[test]
@@ -238,7 +226,7 @@ fn a_log_without_direct_io_reads_back_whole_too() {
     assert!(!round_trip_on_disk(&path, || direct::DirectLog::buffered_only(&path).unwrap()));
 }
 
-/// Appends, reopens, starts over, retracts, each time through a file from `open_file`; returns
+/// Appends, reopens, starts over, each time through a file from `open_file`; returns
 /// whether that file wrote its records directly.
 fn round_trip_on_disk(path: &Path, open_file: impl Fn() -> direct::DirectLog) -> bool {
     let boxed = || Box::new(open_file()) as Box<dyn LogFile>;
@@ -253,8 +241,6 @@ fn round_trip_on_disk(path: &Path, open_file: impl Fn() -> direct::DirectLog) ->
 
     wal.start_over(301).unwrap();
     wal.append(b"kept").unwrap();
-    let taken_back = wal.append(b"taken back").unwrap();
-    wal.retract(taken_back, b"taken back".len()).unwrap();
     wal.append(b"after").unwrap();
     let (_, records) = Wal::open(boxed(), path, 1).unwrap();
     assert_eq!(
