@@ -32,6 +32,10 @@ impl Visibility {
     /// Waits until every batch acknowledged so far is published.
     pub(super) async fn settled(&self) {
         let wanted = self.acknowledged.load(Ordering::Acquire);
+        // The common case, without registering with the notifier (a lock).
+        if self.published.load(Ordering::Acquire) >= wanted {
+            return;
+        }
         loop {
             let changed = self.changed.notified();
             let mut changed = std::pin::pin!(changed);
