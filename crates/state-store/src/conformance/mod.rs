@@ -159,6 +159,7 @@ macro_rules! conformance_suite {
             reset_wipes_but_revisions_continue,
             system_records_stay_out_of_user_listings,
             one_revision_can_hold_several_events_of_one_key,
+            acknowledged_writes_are_read_at_once,
             request_ids_make_retries_safe,
             request_records_stay_out_of_sight,
             knowledge_index_follows_every_note_write,

@@ -1104,6 +1104,35 @@ pub async fn one_revision_can_hold_several_events_of_one_key(backend: &dyn Backe
     }
 }
 
+/// A caller told its write succeeded reads it at once, while the writer may still be busy
+/// with the batch that carried it (a backend may answer before its readers can see a batch;
+/// the engine then holds such reads back): many writers, each reading after every write.
+pub async fn acknowledged_writes_are_read_at_once(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
+    let mut writers = Vec::new();
+    for writer in 0..32 {
+        let engine = s.engine.clone();
+        writers.push(tokio::spawn(async move {
+            let key = format!("seen/{writer}");
+            for round in 1..=20u64 {
+                let written = engine.set(set_req(&key, json!(round), None)).await.expect("set");
+                let read = GetRequest { key: key.clone(), version: None, revision: None };
+                let read = engine.get(read).await.expect("get");
+                assert_eq!(
+                    (read.value, read.version),
+                    (Some(json!(round)), written.version),
+                    "writer {writer}, round {round}: its acknowledged write was not read"
+                );
+                let revision = engine.revision().await.expect("revision");
+                assert!(revision >= written.revision, "writer {writer}: revision {revision} < {}", written.revision);
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.expect("writer task");
+    }
+}
+
 pub async fn request_ids_make_retries_safe(backend: &dyn BackendFactory) {
     use state_core::ops::workflow::CreateRunRequest;
     let s = Store::new(backend);
