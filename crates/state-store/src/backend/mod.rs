@@ -160,15 +160,16 @@ pub trait WriteTxn: ReadTxn {
     /// transaction without committing it aborts it.
     fn commit(self: Box<Self>) -> Result<(), StorageError>;
     /// Makes everything durable without necessarily making it visible to readers yet: the
-    /// engine acknowledges once this returns, then calls [`Unpublished::publish`]. A backend
-    /// whose durability costs one log append defers the rest of its commit (applying the
-    /// batch to its own structures) past the acknowledgement this way. The default commits.
-    fn commit_durably<'t>(self: Box<Self>) -> Result<Box<dyn Unpublished + 't>, StorageError>
+    /// engine acknowledges once this returns, then, given an [`Unpublished`], publishes it. A
+    /// backend whose durability costs one log append defers the rest of its commit (applying
+    /// the batch to its own structures) past the acknowledgement this way. The default
+    /// commits, visible at once (`None`).
+    fn commit_durably<'t>(self: Box<Self>) -> Result<Option<Box<dyn Unpublished + 't>>, StorageError>
     where
         Self: 't,
     {
         self.commit()?;
-        Ok(Box::new(Published))
+        Ok(None)
     }
 }
 
@@ -181,13 +182,4 @@ pub trait Unpublished {
     /// Upkeep once readers see the transaction (a checkpoint of the log), kept off their path
     /// and off the acknowledgement's. Failures are the backend's to report and retry.
     fn finish(self: Box<Self>) {}
-}
-
-/// A transaction that was visible as soon as it was durable.
-pub(crate) struct Published;
-
-impl Unpublished for Published {
-    fn publish(&mut self) -> Result<(), StorageError> {
-        Ok(())
-    }
 }

@@ -242,8 +242,9 @@ impl Engine {
         let cost = if req.version.is_none() && req.revision.is_none() { ReadCost::Point } else { ReadCost::Scan };
         if cost == ReadCost::Point {
             let backend = self.backend()?;
+            // Before the read begins: a backend's future may start it at once.
+            self.inner.visibility.settled().await;
             if let Some(read) = backend.get_now(&req.key) {
-                self.inner.visibility.settled().await;
                 let now = self.inner.clock.now();
                 let (entry, revision) = read.await?;
                 return Ok(reads::current(&req.key, entry, now, revision));

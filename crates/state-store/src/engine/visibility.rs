@@ -18,15 +18,12 @@ pub(super) struct Visibility {
 
 impl Visibility {
     /// The writer is about to acknowledge a durable batch it has not published: reads that
-    /// begin from now on wait for it. Returns the batch's number, for [`Visibility::published`].
-    pub(super) fn acknowledging(&self) -> u64 {
-        self.acknowledged.fetch_add(1, Ordering::AcqRel) + 1
-    }
-
-    /// Batch `batch` is visible (or its backend will recover it before the next read).
-    pub(super) fn published(&self, batch: u64) {
-        self.published.store(batch, Ordering::Release);
-        self.changed.notify_waiters();
+    /// begin from now on wait for it until the returned guard is dropped, which says the batch
+    /// is visible (or that its backend will recover it before the next read). Dropped by a
+    /// panic too, so a writer that dies never leaves readers waiting.
+    pub(super) fn acknowledging(&self) -> Unpublished<'_> {
+        let batch = self.acknowledged.fetch_add(1, Ordering::AcqRel) + 1;
+        Unpublished { visibility: self, batch }
     }
 
     /// Waits until every batch acknowledged so far is published.
@@ -49,6 +46,19 @@ impl Visibility {
     }
 }
 
+/// An acknowledged batch readers may not see yet; dropping it publishes the batch.
+pub(super) struct Unpublished<'a> {
+    visibility: &'a Visibility,
+    batch: u64,
+}
+
+impl Drop for Unpublished<'_> {
+    fn drop(&mut self) {
+        self.visibility.published.fetch_max(self.batch, Ordering::AcqRel);
+        self.visibility.changed.notify_waiters();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -60,14 +70,38 @@ mod tests {
     async fn a_read_after_an_acknowledgement_waits_for_its_publication() {
         let visibility = Arc::new(Visibility::default());
         visibility.settled().await;
-        let batch = visibility.acknowledging();
+        let (acknowledged, published) = std::sync::mpsc::channel::<()>();
+        let writer = std::thread::spawn({
+            let visibility = visibility.clone();
+            move || {
+                let unpublished = visibility.acknowledging();
+                acknowledged.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(50));
+                drop(unpublished);
+            }
+        });
+        published.recv().unwrap();
         let read = tokio::spawn({
             let visibility = visibility.clone();
             async move { visibility.settled().await }
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!read.is_finished(), "a read began before the acknowledged batch was visible");
-        visibility.published(batch);
+        assert!(!read.is_finished(), "a read went ahead of an acknowledged batch still unpublished");
         tokio::time::timeout(Duration::from_secs(5), read).await.unwrap().unwrap();
+        writer.join().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_writer_that_dies_before_publishing_leaves_no_read_waiting() {
+        let visibility = Arc::new(Visibility::default());
+        let died = std::thread::spawn({
+            let visibility = visibility.clone();
+            move || {
+                let _unpublished = visibility.acknowledging();
+                panic!("the writer dies between its answers and the publication");
+            }
+        });
+        assert!(died.join().is_err());
+        tokio::time::timeout(Duration::from_secs(5), visibility.settled()).await.expect("the read went ahead");
     }
 }

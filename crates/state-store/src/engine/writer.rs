@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::maintenance::ExpiryHint;
 use super::view::TxnView;
-use super::visibility::Visibility;
+use super::visibility::{self, Visibility};
 use super::watch::Feed;
 use crate::backend::{Backend, Order, ReadTxn, Unpublished, WriteTxn};
 use crate::backoff::Backoff;
@@ -335,12 +335,15 @@ pub(super) fn run(
             Ok(durable) => {
                 // Answered as soon as it is durable; published to readers right after, while
                 // the callers go on. Reads that begin meanwhile wait for the publication.
-                let number = durable.as_ref().map(|_| outlets.visibility.acknowledging());
+                let unpublished = durable
+                    .as_ref()
+                    .filter(|durable| durable.unpublished.is_some())
+                    .map(|_| outlets.visibility.acknowledging());
                 for command in batch.drain(..) {
                     command.answer(None);
                 }
-                if let (Some(durable), Some(number)) = (durable, number) {
-                    durable.publish(&outlets, number);
+                if let Some(durable) = durable {
+                    durable.publish(&outlets, unpublished);
                 }
             }
             Err(error) => {
@@ -356,7 +359,8 @@ pub(super) fn run(
 
 /// A batch that is durable and answered for, not yet visible to readers.
 struct Durable<'b> {
-    unpublished: Box<dyn Unpublished + 'b>,
+    /// What makes it visible, unless it already is.
+    unpublished: Option<Box<dyn Unpublished + 'b>>,
     /// The revisions it committed (first and last), if any.
     revisions: Option<(u64, u64)>,
     /// Its events, for watchers, while there are any.
@@ -367,19 +371,23 @@ struct Durable<'b> {
 impl Durable<'_> {
     /// Makes the batch visible to readers, then tells watchers and the sweeper, then lets the
     /// backend do its upkeep.
-    fn publish(mut self, outlets: &Outlets, number: u64) {
-        if let Err(error) = self.unpublished.publish() {
+    fn publish(mut self, outlets: &Outlets, readers_held: Option<visibility::Unpublished<'_>>) {
+        if let Some(unpublished) = self.unpublished.as_mut()
+            && let Err(error) = unpublished.publish()
+        {
             // Durable and acknowledged: the backend recovers it before the next operation.
             tracing::error!(%error, "an acknowledged batch could not be applied yet; it is recovered from the log");
         }
-        outlets.visibility.published(number);
+        drop(readers_held);
         if let Some((first, last)) = self.revisions {
             outlets.feed.publish(first, last, self.events);
         }
         if let Some(at) = self.soonest_expiry {
             outlets.expiries.note(at);
         }
-        self.unpublished.finish();
+        if let Some(unpublished) = self.unpublished {
+            unpublished.finish();
+        }
     }
 }
 

@@ -40,7 +40,7 @@ use state_core::{Entry, Event, UnixMillis};
 use self::holder::Holder;
 use self::logged::Calls;
 use self::wal::{LogError, LogFile, Wal};
-use super::{Backend, Order, Published, ReadTxn, Unpublished, WriteTxn, WriterExclusion};
+use super::{Backend, Order, ReadTxn, Unpublished, WriteTxn, WriterExclusion};
 use crate::error::{OpenError, StorageError};
 use crate::files;
 
@@ -219,20 +219,19 @@ impl RedbBackend {
         }
         // A database handle that failed is reopened first (replaying the log, which starts it
         // over): a checkpoint on the failed handle could never succeed.
-        drop(self.database()?);
+        let db = self.database()?;
         let mut slot = lock()?;
         match slot.as_mut() {
-            Some(wal) if wal.is_damaged() => self.checkpoint(wal),
+            Some(wal) if wal.is_damaged() => self.checkpoint(&db, wal),
             _ => Ok(()),
         }
     }
 
-    /// Makes every commit so far durable in the database itself and starts the log over.
-    fn checkpoint(&self, wal: &mut Wal) -> Result<(), StorageError> {
-        let db = self.db.read().ok().and_then(|db| db.clone()).ok_or_else(|| {
-            StorageError::Io("the database is being reopened after a failed write; retry shortly".into())
-        })?;
-        durable_commit(&db).map_err(|e| self.noted(e))?;
+    /// Makes every commit so far durable in `db` itself and starts the log over. The handle is
+    /// taken before the log's lock, never under it: a reopen takes the handle's lock first and
+    /// the log's second.
+    fn checkpoint(&self, db: &Database, wal: &mut Wal) -> Result<(), StorageError> {
+        durable_commit(db).map_err(|e| self.noted(e))?;
         failpoint::crash_at("checkpoint-durable");
         let path = self.log.as_ref().map(|l| l.path.clone()).unwrap_or_default();
         wal.start_over(wal.next_lsn()).map_err(|e| log_error(&path, e))
@@ -450,12 +449,13 @@ impl Drop for RedbBackend {
     /// A clean close leaves nothing to replay: everything goes into the database file.
     fn drop(&mut self) {
         let Some(log) = &self.log else { return };
+        let Some(db) = self.db.read().ok().and_then(|db| db.clone()) else { return };
         let Ok(mut slot) = log.wal.lock() else { return };
         let Some(wal) = slot.as_mut() else { return };
         if self.failed.load(Ordering::SeqCst) || wal.used() == 0 {
             return;
         }
-        if let Err(error) = self.checkpoint(wal) {
+        if let Err(error) = self.checkpoint(&db, wal) {
             tracing::warn!(%error, "could not checkpoint at close; the log is replayed at the next open");
         }
     }
@@ -858,13 +858,17 @@ impl WriteTxn for RedbWrite<'_> {
     }
 
     fn commit(self: Box<Self>) -> Result<(), StorageError> {
-        let mut durable = self.commit_durably()?;
-        durable.publish()?;
-        durable.finish();
+        if let Some(mut logged) = self.commit_durably()? {
+            // Durable either way: a failure to apply it now is recovered from the log.
+            if let Err(error) = logged.publish() {
+                tracing::warn!(%error, "a logged batch is applied when the database is reopened");
+            }
+            logged.finish();
+        }
         Ok(())
     }
 
-    fn commit_durably<'t>(self: Box<Self>) -> Result<Box<dyn Unpublished + 't>, StorageError>
+    fn commit_durably<'t>(self: Box<Self>) -> Result<Option<Box<dyn Unpublished + 't>>, StorageError>
     where
         Self: 't,
     {
@@ -873,8 +877,12 @@ impl WriteTxn for RedbWrite<'_> {
         let RedbWrite { mut txn, backend, calls, .. } = *self;
         let (Some(calls), Some(log)) = (calls, &backend.log) else {
             txn.commit().map_err(|e| backend.noted(storage(e)))?;
-            return Ok(Box::new(Published));
+            return Ok(None);
         };
+        // For the checkpoint after it: taken before the log's lock, as a reopen takes them.
+        let db = backend.db.read().ok().and_then(|db| db.clone()).ok_or_else(|| {
+            StorageError::Io("the database is being reopened after a failed write; retry shortly".into())
+        })?;
         // Held until the batch is published: a reopen (which replays the log) must not run
         // between the append and the commit that applies it.
         let mut slot = log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()))?;
@@ -897,7 +905,7 @@ impl WriteTxn for RedbWrite<'_> {
             });
         }
         failpoint::crash_at("wal-synced");
-        Ok(Box::new(Logged { txn: Some(txn), published: false, wal: slot, backend }))
+        Ok(Some(Box::new(Logged { txn: Some(txn), published: false, db: Some(db), wal: Some(slot), backend })))
     }
 }
 
@@ -908,20 +916,31 @@ struct Logged<'a> {
     txn: Option<WriteTransaction>,
     /// Its commit succeeded: the log may be checkpointed.
     published: bool,
-    wal: MutexGuard<'a, Option<Wal>>,
+    /// The handle the checkpoint commits on; `None` once given up for a reopen, like the log.
+    db: Option<Arc<Database>>,
+    wal: Option<MutexGuard<'a, Option<Wal>>>,
     backend: &'a RedbBackend,
 }
 
 impl Unpublished for Logged<'_> {
     fn publish(&mut self) -> Result<(), StorageError> {
         let Some(txn) = self.txn.take() else { return Ok(()) };
-        // The engine has answered by now: only the log holds the batch.
-        failpoint::crash_at("acknowledged");
+        if failpoint::reached("acknowledged") {
+            // The engine has answered: give the callers time to say so before the crash, so
+            // the batch only the log holds is among the writes the test checks.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::process::abort();
+        }
         if let Err(error) = txn.commit() {
-            // The batch is in the log and may have been acknowledged: it must not be lost
-            // nor stay unseen. Whatever redb's error, the handle is reopened before the next
-            // operation, and the reopen replays the log, this batch included.
+            // The batch is in the log and was acknowledged: it must not be lost nor stay
+            // unseen. Whatever redb's error, the handle is reopened and the log replayed, this
+            // batch included: here, before readers are let through, or else by the next
+            // operation (a reopen needs every other handle gone).
             self.backend.failed.store(true, Ordering::SeqCst);
+            drop((self.wal.take(), self.db.take()));
+            if let Err(reopen) = self.backend.recover() {
+                tracing::warn!(%reopen, "the database is reopened by the next operation instead");
+            }
             return Err(storage(error));
         }
         failpoint::crash_at("committed");
@@ -931,12 +950,13 @@ impl Unpublished for Logged<'_> {
 
     fn finish(mut self: Box<Self>) {
         let backend = self.backend;
-        let Some(wal) = self.wal.as_mut() else { return };
+        let Logged { published, db, wal, .. } = &mut *self;
+        let (Some(db), Some(wal)) = (db.as_ref(), wal.as_mut().and_then(|slot| slot.as_mut())) else { return };
         let threshold = backend.log.as_ref().map_or(u64::MAX, |log| log.checkpoint_bytes.load(Ordering::Relaxed));
         // After a failed commit the handle is reopened (and the log replayed) first.
-        if self.published
+        if *published
             && wal.used() >= threshold
-            && let Err(error) = backend.checkpoint(wal)
+            && let Err(error) = backend.checkpoint(db, wal)
         {
             // The batch is durable in the log: it stands. The next commit checkpoints again.
             tracing::warn!(%error, "checkpoint failed; the log keeps growing until one succeeds");
