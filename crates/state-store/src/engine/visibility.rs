@@ -21,9 +21,9 @@ impl Visibility {
     /// begin from now on wait for it until the returned guard is dropped, which says the batch
     /// is visible (or that its backend will recover it before the next read). Dropped by a
     /// panic too, so a writer that dies never leaves readers waiting.
-    pub(super) fn acknowledging(&self) -> Unpublished<'_> {
+    pub(super) fn acknowledging(&self) -> ReadsHeld<'_> {
         let batch = self.acknowledged.fetch_add(1, Ordering::AcqRel) + 1;
-        Unpublished { visibility: self, batch }
+        ReadsHeld { visibility: self, batch }
     }
 
     /// Waits until every batch acknowledged so far is published.
@@ -46,13 +46,13 @@ impl Visibility {
     }
 }
 
-/// An acknowledged batch readers may not see yet; dropping it publishes the batch.
-pub(super) struct Unpublished<'a> {
+/// Reads held back until an acknowledged batch is visible; dropping it lets them through.
+pub(super) struct ReadsHeld<'a> {
     visibility: &'a Visibility,
     batch: u64,
 }
 
-impl Drop for Unpublished<'_> {
+impl Drop for ReadsHeld<'_> {
     fn drop(&mut self) {
         self.visibility.published.fetch_max(self.batch, Ordering::AcqRel);
         self.visibility.changed.notify_waiters();

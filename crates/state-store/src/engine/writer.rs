@@ -3,7 +3,7 @@
 //! All writes go through one OS thread that owns the backend's write transaction. It blocks
 //! for the first queued command, then drains whatever else is already queued (no waiting for
 //! stragglers), applies each command in queue order inside one transaction so each sees the
-//! effects of the ones before it, makes it durable once (one log append and sync), and only
+//! effects of the ones before it, makes it durable once (one sync; on redb one log append), and only
 //! then answers every command. Nothing is acknowledged or visible before it is durable; the
 //! batch is published to readers right after the answers ([`Visibility`] holds back reads that
 //! begin in between), so a backend's apply step is not part of a write's latency.
@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::maintenance::ExpiryHint;
 use super::view::TxnView;
-use super::visibility::{self, Visibility};
+use super::visibility::{ReadsHeld, Visibility};
 use super::watch::Feed;
 use crate::backend::{Backend, Order, ReadTxn, Unpublished, WriteTxn};
 use crate::backoff::Backoff;
@@ -335,7 +335,7 @@ pub(super) fn run(
             Ok(durable) => {
                 // Answered as soon as it is durable; published to readers right after, while
                 // the callers go on. Reads that begin meanwhile wait for the publication.
-                let unpublished = durable
+                let readers_held = durable
                     .as_ref()
                     .filter(|durable| durable.unpublished.is_some())
                     .map(|_| outlets.visibility.acknowledging());
@@ -343,7 +343,7 @@ pub(super) fn run(
                     command.answer(None);
                 }
                 if let Some(durable) = durable {
-                    durable.publish(&outlets, unpublished);
+                    durable.publish(&outlets, readers_held);
                 }
             }
             Err(error) => {
@@ -371,7 +371,7 @@ struct Durable<'b> {
 impl Durable<'_> {
     /// Makes the batch visible to readers, then tells watchers and the sweeper, then lets the
     /// backend do its upkeep.
-    fn publish(mut self, outlets: &Outlets, readers_held: Option<visibility::Unpublished<'_>>) {
+    fn publish(mut self, outlets: &Outlets, readers_held: Option<ReadsHeld<'_>>) {
         if let Some(unpublished) = self.unpublished.as_mut()
             && let Err(error) = unpublished.publish()
         {
