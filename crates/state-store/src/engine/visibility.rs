@@ -74,10 +74,10 @@ mod tests {
         let writer = std::thread::spawn({
             let visibility = visibility.clone();
             move || {
-                let unpublished = visibility.acknowledging();
+                let held = visibility.acknowledging();
                 acknowledged.send(()).unwrap();
                 std::thread::sleep(Duration::from_millis(50));
-                drop(unpublished);
+                drop(held);
             }
         });
         published.recv().unwrap();
@@ -97,7 +97,7 @@ mod tests {
         let died = std::thread::spawn({
             let visibility = visibility.clone();
             move || {
-                let _unpublished = visibility.acknowledging();
+                let _held = visibility.acknowledging();
                 panic!("the writer dies between its answers and the publication");
             }
         });

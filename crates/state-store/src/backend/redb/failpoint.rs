@@ -30,3 +30,12 @@ pub(super) fn crash_at(name: &str) {
         std::process::abort();
     }
 }
+
+/// Aborts at `name` when armed there, after `pause`: for a point reached once callers were
+/// answered, so they get to say so first.
+pub(super) fn crash_at_after(name: &str, pause: std::time::Duration) {
+    if reached(name) {
+        std::thread::sleep(pause);
+        std::process::abort();
+    }
+}

@@ -211,25 +211,28 @@ impl RedbBackend {
     /// A log whose last append failed takes no more until it starts over: checkpoint first.
     /// Before a write transaction begins, since the checkpoint is a write transaction itself.
     fn mend_log(&self) -> Result<(), StorageError> {
+        self.checkpoint_if(Wal::is_damaged)
+    }
+
+    /// Checkpoints when `due` says so of the log. The database handle is taken between two
+    /// looks at the log, never under its lock, since a reopen takes the handle's lock first and
+    /// the log's second; a handle that failed is reopened then (replaying the log, which starts
+    /// it over), as a checkpoint on it could never succeed.
+    fn checkpoint_if(&self, due: impl Fn(&Wal) -> bool) -> Result<(), StorageError> {
         let Some(log) = &self.log else { return Ok(()) };
-        let damaged = |slot: &Option<Wal>| slot.as_ref().is_some_and(Wal::is_damaged);
         let lock = || log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()));
-        if !damaged(&*lock()?) {
+        if !lock()?.as_ref().is_some_and(&due) {
             return Ok(());
         }
-        // A database handle that failed is reopened first (replaying the log, which starts it
-        // over): a checkpoint on the failed handle could never succeed.
         let db = self.database()?;
         let mut slot = lock()?;
         match slot.as_mut() {
-            Some(wal) if wal.is_damaged() => self.checkpoint(&db, wal),
+            Some(wal) if due(wal) => self.checkpoint(&db, wal),
             _ => Ok(()),
         }
     }
 
-    /// Makes every commit so far durable in `db` itself and starts the log over. The handle is
-    /// taken before the log's lock, never under it: a reopen takes the handle's lock first and
-    /// the log's second.
+    /// Makes every commit so far durable in `db` itself and starts the log over.
     fn checkpoint(&self, db: &Database, wal: &mut Wal) -> Result<(), StorageError> {
         durable_commit(db).map_err(|e| self.noted(e))?;
         failpoint::crash_at("checkpoint-durable");
@@ -448,14 +451,8 @@ fn log_error(path: &Path, error: LogError) -> StorageError {
 impl Drop for RedbBackend {
     /// A clean close leaves nothing to replay: everything goes into the database file.
     fn drop(&mut self) {
-        let Some(log) = &self.log else { return };
-        let Some(db) = self.db.read().ok().and_then(|db| db.clone()) else { return };
-        let Ok(mut slot) = log.wal.lock() else { return };
-        let Some(wal) = slot.as_mut() else { return };
-        if self.failed.load(Ordering::SeqCst) || wal.used() == 0 {
-            return;
-        }
-        if let Err(error) = self.checkpoint(&db, wal) {
+        // Not after a failed write: the next open replays the log instead.
+        if let Err(error) = self.checkpoint_if(|wal| !self.failed.load(Ordering::SeqCst) && wal.used() > 0) {
             tracing::warn!(%error, "could not checkpoint at close; the log is replayed at the next open");
         }
     }
@@ -879,10 +876,6 @@ impl WriteTxn for RedbWrite<'_> {
             txn.commit().map_err(|e| backend.noted(storage(e)))?;
             return Ok(None);
         };
-        // For the checkpoint after it: taken before the log's lock, as a reopen takes them.
-        let db = backend.db.read().ok().and_then(|db| db.clone()).ok_or_else(|| {
-            StorageError::Io("the database is being reopened after a failed write; retry shortly".into())
-        })?;
         // Held until the batch is published: a reopen (which replays the log) must not run
         // between the append and the commit that applies it.
         let mut slot = log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()))?;
@@ -905,7 +898,7 @@ impl WriteTxn for RedbWrite<'_> {
             });
         }
         failpoint::crash_at("wal-synced");
-        Ok(Some(Box::new(Logged { txn: Some(txn), published: false, db: Some(db), wal: Some(slot), backend })))
+        Ok(Some(Box::new(Logged { txn: Some(txn), wal: Some(slot), backend })))
     }
 }
 
@@ -914,10 +907,7 @@ impl WriteTxn for RedbWrite<'_> {
 struct Logged<'a> {
     /// `None` once its commit was tried.
     txn: Option<WriteTransaction>,
-    /// Its commit succeeded: the log may be checkpointed.
-    published: bool,
-    /// The handle the checkpoint commits on; `None` once given up for a reopen, like the log.
-    db: Option<Arc<Database>>,
+    /// `None` once given up for a reopen, after a failed commit.
     wal: Option<MutexGuard<'a, Option<Wal>>>,
     backend: &'a RedbBackend,
 }
@@ -925,39 +915,35 @@ struct Logged<'a> {
 impl Unpublished for Logged<'_> {
     fn publish(&mut self) -> Result<(), StorageError> {
         let Some(txn) = self.txn.take() else { return Ok(()) };
-        if failpoint::reached("acknowledged") {
-            // The engine has answered: give the callers time to say so before the crash, so
-            // the batch only the log holds is among the writes the test checks.
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            std::process::abort();
-        }
+        // The engine has answered: the callers get time to say so before the crash, so the
+        // batch only the log holds is among the writes the test checks.
+        failpoint::crash_at_after("acknowledged", std::time::Duration::from_millis(20));
         if let Err(error) = txn.commit() {
             // The batch is in the log and was acknowledged: it must not be lost nor stay
             // unseen. Whatever redb's error, the handle is reopened and the log replayed, this
             // batch included: here, before readers are let through, or else by the next
             // operation (a reopen needs every other handle gone).
             self.backend.failed.store(true, Ordering::SeqCst);
-            drop((self.wal.take(), self.db.take()));
+            drop(self.wal.take());
             if let Err(reopen) = self.backend.recover() {
                 tracing::warn!(%reopen, "the database is reopened by the next operation instead");
             }
             return Err(storage(error));
         }
         failpoint::crash_at("committed");
-        self.published = true;
         Ok(())
     }
 
     fn finish(mut self: Box<Self>) {
+        // Only after a commit that succeeded: a failed one gave the log up for a reopen.
+        let (None, Some(slot)) = (&self.txn, self.wal.take()) else { return };
         let backend = self.backend;
-        let Logged { published, db, wal, .. } = &mut *self;
-        let (Some(db), Some(wal)) = (db.as_ref(), wal.as_mut().and_then(|slot| slot.as_mut())) else { return };
         let threshold = backend.log.as_ref().map_or(u64::MAX, |log| log.checkpoint_bytes.load(Ordering::Relaxed));
-        // After a failed commit the handle is reopened (and the log replayed) first.
-        if *published
-            && wal.used() >= threshold
-            && let Err(error) = backend.checkpoint(db, wal)
-        {
+        let due = |wal: &Wal| wal.used() >= threshold;
+        let is_due = slot.as_ref().is_some_and(due);
+        // The lock goes before the checkpoint takes the database handle.
+        drop(slot);
+        if is_due && let Err(error) = backend.checkpoint_if(due) {
             // The batch is durable in the log: it stands. The next commit checkpoints again.
             tracing::warn!(%error, "checkpoint failed; the log keeps growing until one succeeds");
         }
