@@ -14,6 +14,10 @@ mod replicas;
 mod tui;
 mod watch;
 
+/// The shipped binaries' allocator (`state_boot`'s), so the engine's figures are theirs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
