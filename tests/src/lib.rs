@@ -12,4 +12,4 @@ pub mod readme;
 pub mod soak;
 
 pub use http::{HttpClient, HttpResponse, HttpServer, SseEvent, SseStream, run_to_exit};
-pub use mcp_client::{McpClient, ProtocolEra, ToolResult, result_of, tool_result};
+pub use mcp_client::{McpClient, ProtocolEra, ToolResult, Wiring, result_of, tool_result};

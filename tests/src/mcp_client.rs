@@ -24,6 +24,16 @@ pub enum ProtocolEra {
     Modern,
 }
 
+/// What a spawned server's stdin and stdout are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wiring {
+    /// Pipes, as Python's and Rust's process APIs make.
+    Pipes,
+    /// A Unix socket pair each, as Node's (libuv) makes: the TypeScript SDK and the clients
+    /// built on it.
+    Sockets,
+}
+
 /// A tool result as a client sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult {
@@ -101,8 +111,33 @@ impl McpClient {
 
     /// [`McpClient::spawn_with_env`] with the server's working directory set to `dir`.
     pub fn spawn_in(program: &Path, args: &[&str], env: &[(&str, &str)], dir: Option<&Path>) -> Result<McpClient> {
+        McpClient::spawn_wired(program, args, env, dir, Wiring::Pipes)
+    }
+
+    /// Starts `program args...` with `wiring` for its stdin and stdout. Does not perform any
+    /// handshake.
+    pub fn spawn_wired(
+        program: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        dir: Option<&Path>,
+        wiring: Wiring,
+    ) -> Result<McpClient> {
         let mut command = Command::new(program);
-        command.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        command.args(args).stderr(Stdio::piped());
+        // The client's ends of the socket pairs, when the server gets sockets.
+        let mut ours = None;
+        match wiring {
+            Wiring::Pipes => {
+                command.stdin(Stdio::piped()).stdout(Stdio::piped());
+            }
+            Wiring::Sockets => {
+                let (write, their_stdin) = UnixStream::pair()?;
+                let (read, their_stdout) = UnixStream::pair()?;
+                command.stdin(std::os::fd::OwnedFd::from(their_stdin)).stdout(std::os::fd::OwnedFd::from(their_stdout));
+                ours = Some((write, read));
+            }
+        }
         if let Some(dir) = dir {
             command.current_dir(dir);
         }
@@ -110,7 +145,15 @@ impl McpClient {
             command.env(k, v);
         }
         let mut child = command.spawn().with_context(|| format!("cannot start {}", program.display()))?;
-        let stdout = child.stdout.take().context("child stdout")?;
+        // Dropped here, the server's ends of the socket pairs live on in the child alone.
+        drop(command);
+        let (stdin, stdout): (Box<dyn Write + Send>, Box<dyn Read + Send>) = match ours {
+            Some((write, read)) => (Box::new(write), Box::new(read)),
+            None => (
+                Box::new(child.stdin.take().context("child stdin")?),
+                Box::new(child.stdout.take().context("child stdout")?),
+            ),
+        };
         let stderr = child.stderr.take().context("child stderr")?;
         let pid = child.id().to_string();
         let watchdog = Watchdog::start(Box::new(move || {
@@ -130,8 +173,6 @@ impl McpClient {
                 }
             }
         });
-        let stdin: Box<dyn Write + Send> = Box::new(child.stdin.take().context("child stdin")?);
-        let stdout: Box<dyn Read + Send> = Box::new(stdout);
         Ok(McpClient {
             stdin: Some(stdin),
             server: Server::Process(child),

@@ -16,6 +16,7 @@ mod render;
 mod resources;
 mod schema;
 mod server;
+mod stdio;
 mod subscriptions;
 mod tools;
 
@@ -48,7 +49,7 @@ pub async fn serve_stdio(api: state_api::Api, options: state_api::Options, store
         );
     }
     let server = StateServer::new(api.clone(), options);
-    let (reader, writer) = rmcp::transport::stdio_pipes();
+    let (reader, writer) = stdio::streams();
     let served = serve(server, reader, writer).await;
     api.close().await;
     served?;

@@ -23,7 +23,7 @@ mod watch;
 
 use std::path::{Path, PathBuf};
 
-use state_e2e::{McpClient, ProtocolEra};
+use state_e2e::{McpClient, ProtocolEra, Wiring};
 
 pub(crate) fn binary() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_state-mcp"))
@@ -59,6 +59,11 @@ impl Place {
 
     /// [`Place::spawn`] with the server's working directory set to `dir`.
     pub(crate) fn spawn_in(&self, extra: &[&str], dir: Option<&Path>) -> McpClient {
+        self.spawn_wired(extra, dir, Wiring::Pipes)
+    }
+
+    /// [`Place::spawn_in`] with `wiring` for the server's stdin and stdout.
+    pub(crate) fn spawn_wired(&self, extra: &[&str], dir: Option<&Path>, wiring: Wiring) -> McpClient {
         let db = self.db_arg();
         let mut args = vec!["--db", db.as_str()];
         if !extra.contains(&"--owner-idle") {
@@ -66,7 +71,8 @@ impl Place {
         }
         args.extend_from_slice(extra);
         let runtime = self.runtime.to_string_lossy().into_owned();
-        McpClient::spawn_in(binary(), &args, &[("STATE_RUNTIME_DIR", runtime.as_str())], dir).expect("spawn state-mcp")
+        McpClient::spawn_wired(binary(), &args, &[("STATE_RUNTIME_DIR", runtime.as_str())], dir, wiring)
+            .expect("spawn state-mcp")
     }
 
     /// Starts a client of this database and completes the handshake of `era`.

@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use state_e2e::{McpClient, ProtocolEra};
+use state_e2e::{McpClient, ProtocolEra, Wiring};
 
 use crate::{Place, TestServer};
 
@@ -81,6 +81,41 @@ fn clients_on_one_database_share_one_owner() {
     assert!(first.stderr().contains("started the owner of") && first.stderr().contains(&log), "{}", first.stderr());
     assert!(second.stderr().contains("joined the owner of") && second.stderr().contains(&log), "{}", second.stderr());
     stop_owner(pid);
+}
+
+/// The names of a process's threads.
+fn threads(pid: u32) -> Vec<String> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the process is running");
+    tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_client_that_gives_socket_pairs_is_served_without_a_thread_hand_off() {
+    // Node's clients (the TypeScript SDK, and what is built on it) start servers with a Unix
+    // socket pair for stdin and one for stdout, not pipes. Served through tokio's standard
+    // streams, every message in and out was a task on its blocking pool ("tokio-rt-worker"
+    // threads), a thread woken and the runtime woken back per message.
+    let place = Place::new();
+    for wiring in [Wiring::Sockets, Wiring::Pipes] {
+        let mut client = place.spawn_wired(&[], None, wiring);
+        client.handshake(ProtocolEra::Legacy).expect("handshake");
+        for n in 0..50 {
+            let key = format!("wired/{wiring:?}/{n}");
+            let set = ok(&mut client, "state_set", json!({"key": key, "value": {"n": n}}));
+            assert_eq!(set["status"], "ok", "{set}");
+            assert_eq!(ok(&mut client, "state_get", json!({"key": key}))["value"], json!({"n": n}));
+        }
+        let names = threads(client.pid());
+        assert!(
+            !names.iter().any(|name| name.starts_with("tokio-r")),
+            "{wiring:?}: the joining process woke blocking-pool threads to read and write: {names:?}"
+        );
+        let status = client.shutdown().expect("the server ends when its client closes");
+        assert!(status.success(), "{wiring:?}: {status}; stderr:\n{}", client.stderr());
+    }
 }
 
 #[test]
