@@ -28,7 +28,7 @@ use clap::Parser;
 use serde_json::{Value, json};
 use state_core::ops::WriteStatus;
 use state_core::ops::kv::{GetRequest, SetRequest};
-use state_e2e::{McpClient, ProtocolEra};
+use state_e2e::{McpClient, ProtocolEra, Wiring};
 use state_store::{Engine, EngineConfig, RedbBackend, SystemClock};
 
 #[derive(Debug, Parser)]
@@ -487,6 +487,8 @@ enum Mode {
     InProcess,
     /// Joined to an owner process over its socket.
     Joined,
+    /// Joined, with a socket pair for stdin and one for stdout, as Node's clients start servers.
+    JoinedOnSockets,
 }
 
 impl Mode {
@@ -494,6 +496,7 @@ impl Mode {
         match self {
             Mode::InProcess => "in-process (--standalone)",
             Mode::Joined => "joined (through the owner)",
+            Mode::JoinedOnSockets => "joined, stdio on socket pairs (Node's clients)",
         }
     }
 }
@@ -515,7 +518,8 @@ impl Place {
         if mode == Mode::InProcess {
             args.push("--standalone");
         }
-        McpClient::spawn_with_env(server, &args, &[("STATE_RUNTIME_DIR", runtime.as_str())])
+        let wiring = if mode == Mode::JoinedOnSockets { Wiring::Sockets } else { Wiring::Pipes };
+        McpClient::spawn_wired(server, &args, &[("STATE_RUNTIME_DIR", runtime.as_str())], None, wiring)
     }
 
     fn start(&self, server: &Path, mode: Mode) -> Result<McpClient> {
@@ -582,7 +586,7 @@ fn mcp_cold_start(server: &Path) -> Result<()> {
 fn mcp_round_trips(server: &Path, calls: usize) -> Result<()> {
     println!("## MCP stdio: sequential round trips (one client, one call at a time)\n");
     println!(
-        "Both modes run side by side and take turns in batches of 250 calls, so both see the same machine. \
+        "The modes run side by side and take turns in batches of 250 calls, so all see the same machine. \
          Server CPU counts every server process: the one the client talks to and, when joined, the owner.\n"
     );
     println!("| tool | mode | calls | calls/s | mean round trip | server CPU per call |");
@@ -594,10 +598,10 @@ fn mcp_round_trips(server: &Path, calls: usize) -> Result<()> {
         _place: Place,
     }
     let mut sides = Vec::new();
-    for mode in [Mode::InProcess, Mode::Joined] {
+    for mode in [Mode::InProcess, Mode::Joined, Mode::JoinedOnSockets] {
         let place = Place::new()?;
         let mut client = place.start(server, mode)?;
-        let owner = if mode == Mode::Joined { Some(owner_pid(&mut client)?) } else { None };
+        let owner = if mode == Mode::InProcess { None } else { Some(owner_pid(&mut client)?) };
         client.call("state_set", json!({"key": "bench/k", "value": value_256()}))?;
         sides.push(Side { mode, client, owner, _place: place });
     }
@@ -622,7 +626,7 @@ fn mcp_round_trips(server: &Path, calls: usize) -> Result<()> {
             }
         };
         let batch = 250.min(n);
-        let mut spent = [(Duration::ZERO, Duration::ZERO); 2];
+        let mut spent = [(Duration::ZERO, Duration::ZERO); 3];
         for side in &mut sides {
             for _ in 0..batch {
                 side.client.call(tool, args())?; // warm-up
