@@ -20,10 +20,35 @@ impl UnixMillis {
     }
 
     /// RFC 3339 in UTC with millisecond precision, e.g. `2026-11-21T14:15:00.123Z`.
+    ///
+    /// Written digit by digit: every entry a read returns carries two of these, and `format!`
+    /// made them a tenth of what the owner spends answering a point read.
     pub fn to_rfc3339(self) -> String {
-        let (date, secs_of_day, millis) = self.split();
-        let (h, m, s) = (secs_of_day / 3600, secs_of_day / 60 % 60, secs_of_day % 60);
-        format!("{date}T{h:02}:{m:02}:{s:02}.{millis:03}Z")
+        let secs = self.0 / 1000;
+        let (y, mo, d) = civil_from_days((secs / 86_400) as i64);
+        let Ok(year @ 0..=9999) = u64::try_from(y) else {
+            let (date, secs_of_day, millis) = self.split();
+            let (h, m, s) = (secs_of_day / 3600, secs_of_day / 60 % 60, secs_of_day % 60);
+            return format!("{date}T{h:02}:{m:02}:{s:02}.{millis:03}Z");
+        };
+        let secs_of_day = secs % 86_400;
+        let mut out = String::with_capacity(24);
+        let fields = [
+            (year, 4, '-'),
+            (u64::from(mo), 2, '-'),
+            (u64::from(d), 2, 'T'),
+            (secs_of_day / 3600, 2, ':'),
+            (secs_of_day / 60 % 60, 2, ':'),
+            (secs_of_day % 60, 2, '.'),
+            (self.0 % 1000, 3, 'Z'),
+        ];
+        for (value, width, then) in fields {
+            for place in (0..width).rev() {
+                out.push(char::from(b'0' + (value / 10u64.pow(place) % 10) as u8));
+            }
+            out.push(then);
+        }
+        out
     }
 
     /// `YYYY-MM-DD HH:MM:SS` in UTC: the shape SQLite's `datetime('now')` produces, which

@@ -6,10 +6,27 @@ fn formats_known_instants() {
         (0, "1970-01-01T00:00:00.000Z", "1970-01-01 00:00:00"),
         (951_782_400_000, "2000-02-29T00:00:00.000Z", "2000-02-29 00:00:00"),
         (1_795_270_500_123, "2026-11-21T14:15:00.123Z", "2026-11-21 14:15:00"),
+        (253_402_300_799_999, "9999-12-31T23:59:59.999Z", "9999-12-31 23:59:59"),
+        (253_402_300_800_000, "10000-01-01T00:00:00.000Z", "10000-01-01 00:00:00"),
     ];
     for (millis, rfc, sql) in cases {
         assert_eq!(UnixMillis(millis).to_rfc3339(), rfc);
         assert_eq!(UnixMillis(millis).to_sql_datetime(), sql);
+    }
+}
+
+#[test]
+fn rfc3339_digits_match_the_calendar_across_the_range() {
+    // Every field at its edges: steps of a prime number of milliseconds over four centuries.
+    let mut millis = 0u64;
+    while millis < 253_402_300_800_000 {
+        let text = UnixMillis(millis).to_rfc3339();
+        let date = UnixMillis(millis).date();
+        let (secs, ms) = (millis / 1000 % 86_400, millis % 1000);
+        let expected = format!("{date}T{:02}:{:02}:{:02}.{ms:03}Z", secs / 3600, secs / 60 % 60, secs % 60);
+        assert_eq!(text, expected);
+        assert_eq!(parse_rfc3339(&text), Some(UnixMillis(millis)));
+        millis += 12_345_678_917;
     }
 }
 
