@@ -3,8 +3,7 @@
 //! `--compat`, the `owner` and `generate` subcommands), installing the log ([`logging`]),
 //! reaching the store ([`reach`]: a `state-http`, the database alone, or its owner, started
 //! when none answers) and the `owner` mode ([`owner`]). A binary's `main.rs` is left with
-//! its own flags and the one thing it serves. Linking this crate also picks the binaries'
-//! allocator (mimalloc).
+//! its own flags and the one thing it serves, and the binaries' allocator ([`Allocator`]).
 
 pub mod flags;
 pub mod logging;
@@ -13,12 +12,12 @@ pub mod reach;
 
 pub use flags::{OwnerArgs, ServerArgs, StoreArgs, ToolArgs};
 
-/// The allocator of every state binary (and of the tests that link this crate, so they run
-/// what ships). glibc's malloc, with its per-thread arenas and consolidation, was a sixth of
-/// `state-http`'s CPU under 64 writing clients; mimalloc took 10% off each request's CPU and
-/// raised that load's rate by a fifth (docs/BENCHMARKS.md, issue 20).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+/// The allocator every state binary declares in its `main.rs` (libraries, tests in process and
+/// the fuzzers keep the system's). glibc's malloc, with its per-thread arenas and
+/// consolidation, was a sixth of `state-http`'s CPU under 64 writing clients; mimalloc took a
+/// fifth of the instructions off each MCP call and raised that load's rate by a fifth
+/// (docs/BENCHMARKS.md, issue 20).
+pub use mimalloc::MiMalloc as Allocator;
 pub use reach::{ReachError, reach};
 
 /// The exit of a binary's `main`: success, or `program: error: ...` on stderr (the whole

@@ -7,6 +7,9 @@ use state_boot::flags;
 use state_boot::logging::{self, Sink};
 use state_cli::{Cli, TopCommand, exit};
 
+#[global_allocator]
+static ALLOCATOR: state_boot::Allocator = state_boot::Allocator;
+
 fn main() -> ExitCode {
     let cli: Cli = flags::parse(state_cli::command());
     match &cli.command {

@@ -9,6 +9,9 @@ use state_boot::logging;
 use state_boot::{OwnerArgs, StoreArgs, ToolArgs};
 use state_http::flags::{PostgresArgs, ServeArgs};
 
+#[global_allocator]
+static ALLOCATOR: state_boot::Allocator = state_boot::Allocator;
+
 /// Durable, atomic, shared state for AI agents, over HTTP.
 ///
 /// Serves the REST API (/v1, described at /openapi.json), MCP Streamable HTTP (/mcp, the tools

@@ -13,6 +13,9 @@ use state_boot::logging::{self, Sink};
 use state_boot::reach::{self, SETTLE_FOR_SERVERS};
 use state_boot::{OwnerArgs, ServerArgs, StoreArgs, ToolArgs};
 
+#[global_allocator]
+static ALLOCATOR: state_boot::Allocator = state_boot::Allocator;
+
 /// Durable, atomic, shared state for AI agents, served over MCP on stdin/stdout.
 ///
 /// An MCP client starts this process and talks to it over stdin/stdout. Every client that
