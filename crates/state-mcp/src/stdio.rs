@@ -33,10 +33,7 @@ pub(crate) fn streams() -> (Input, Output) {
 /// the copies made here; nothing else in this process reads stdin or writes stdout (logs go
 /// to stderr), and the owner it may start gets neither. The client's end of each pair is its
 /// own and stays as it was.
-pub(crate) fn sockets(
-    input: BorrowedFd<'_>,
-    output: BorrowedFd<'_>,
-) -> Option<(tokio::net::UnixStream, tokio::net::UnixStream)> {
+fn sockets(input: BorrowedFd<'_>, output: BorrowedFd<'_>) -> Option<(tokio::net::UnixStream, tokio::net::UnixStream)> {
     let socket = |fd: BorrowedFd<'_>| -> Option<OwnedFd> {
         let copy = std::fs::File::from(fd.try_clone_to_owned().ok()?);
         copy.metadata().ok()?.file_type().is_socket().then(|| OwnedFd::from(copy))

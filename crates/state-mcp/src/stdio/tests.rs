@@ -10,12 +10,7 @@ async fn socket_pairs_are_served_non_blocking_by_the_runtime() {
     let (client_in, server_in) = UnixStream::pair().unwrap();
     let (client_out, server_out) = UnixStream::pair().unwrap();
     let (mut input, mut output) = sockets(server_in.as_fd(), server_out.as_fd()).expect("sockets are taken");
-    let mut client_in = tokio::net::UnixStream::from_std({
-        client_in.set_nonblocking(true).unwrap();
-        client_in
-    })
-    .unwrap();
-    client_in.write_all(b"{\"jsonrpc\":\"2.0\"}\n").await.unwrap();
+    std::io::Write::write_all(&mut &client_in, b"{\"jsonrpc\":\"2.0\"}\n").unwrap();
     let mut line = String::new();
     BufReader::new(&mut input).read_line(&mut line).await.unwrap();
     assert_eq!(line, "{\"jsonrpc\":\"2.0\"}\n");

@@ -14,9 +14,9 @@ mod replicas;
 mod tui;
 mod watch;
 
-/// The shipped binaries' allocator (`state_boot`'s), so the engine's figures are theirs.
+/// The shipped binaries' allocator, so the engine's figures are theirs.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: state_boot::Allocator = state_boot::Allocator;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

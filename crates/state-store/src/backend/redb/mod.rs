@@ -939,11 +939,9 @@ impl Unpublished for Logged<'_> {
         let (None, Some(slot)) = (&self.txn, self.wal.take()) else { return };
         let backend = self.backend;
         let threshold = backend.log.as_ref().map_or(u64::MAX, |log| log.checkpoint_bytes.load(Ordering::Relaxed));
-        let due = |wal: &Wal| wal.used() >= threshold;
-        let is_due = slot.as_ref().is_some_and(due);
         // The lock goes before the checkpoint takes the database handle.
         drop(slot);
-        if is_due && let Err(error) = backend.checkpoint_if(due) {
+        if let Err(error) = backend.checkpoint_if(|wal| wal.used() >= threshold) {
             // The batch is durable in the log: it stands. The next commit checkpoints again.
             tracing::warn!(%error, "checkpoint failed; the log keeps growing until one succeeds");
         }
