@@ -20,6 +20,11 @@ async fn changes_waiting_together_make_one_notice_and_later_ones_another() {
     for value in 0..10 {
         set(value).await;
     }
+    // A write is answered before the writer hands its events to watchers; the writer answers
+    // the next batch only after that, so one more write (of a key not followed) means all ten
+    // are waiting together.
+    let reply = api.call(Operation::StateSet, json!({"key": "elsewhere", "value": 0})).await;
+    assert_eq!(reply.outcome, state_api::Outcome::Ok);
     assert!(changes.changed().await, "ten writes are a change");
     // They were all taken by that one: nothing is left until the next write.
     let waiting = tokio::time::timeout(Duration::from_millis(100), changes.changed()).await;
