@@ -87,6 +87,7 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
         browser: Arc::new(config.browser.clone()),
         selection: Arc::new(config.mcp.options.clone()),
     };
+    let mcp_handler = state_mcp::StateServer::new(api, config.mcp.options.clone());
     let rest = rest::router(config.request_timeout).layer(DefaultBodyLimit::max(config.max_body_bytes));
     // The document depends only on the catalog: generate its schemas once, not per request.
     let document = Arc::new(openapi::document(&config.mcp.options));
@@ -101,7 +102,8 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
             tower::ServiceBuilder::new()
                 .layer(middleware::from_fn(mcp::closed_session_answer))
                 .layer(middleware::from_fn(sessions::admit))
-                .service(mcp::service(api, &config.mcp, &config.browser, shutdown)),
+                .layer(middleware::from_fn_with_state(mcp_handler.clone(), mcp::listen_first))
+                .service(mcp::service(&mcp_handler, &config.mcp, &config.browser, shutdown)),
         )
         .layer(middleware::from_fn_with_state(service.clone(), authn::authenticate))
         // Before authentication: a foreign page is refused whatever it presents.

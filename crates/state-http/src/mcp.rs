@@ -7,8 +7,11 @@ use std::time::Duration;
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use state_api::{Api, Options};
+use state_api::Options;
+use state_api::auth::Principal;
 use state_mcp::StateServer;
+
+use axum::response::IntoResponse;
 
 use crate::BrowserPolicy;
 use crate::sessions::{BoundedSessions, SessionLimits};
@@ -27,7 +30,7 @@ pub struct McpConfig {
 }
 
 pub(crate) fn service(
-    api: Api,
+    handler: &StateServer,
     config: &McpConfig,
     browser: &BrowserPolicy,
     shutdown: CancellationToken,
@@ -46,7 +49,7 @@ pub(crate) fn service(
     // One handler, built once: each request (stateless) or session (legacy) gets a copy that
     // shares its tool definitions instead of generating every schema again, with its own
     // `resources/subscribe` subscriptions (which end with the session).
-    let handler = StateServer::new(api, config.options.clone());
+    let handler = handler.clone();
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(config.session_idle);
     let sessions = Arc::new(BoundedSessions::new(sessions, config.sessions));
@@ -66,4 +69,31 @@ pub(crate) async fn closed_session_answer(
         *response.body_mut() = axum::body::Body::empty();
     }
     response
+}
+
+/// rmcp acknowledges a `subscriptions/listen` before its handler runs, and a watch started
+/// then misses a write the client makes on seeing the acknowledgment. The listen's resources
+/// are followed here first (2026-07-28 requests name their method in `Mcp-Method`; others pass
+/// untouched).
+pub(crate) async fn listen_first(
+    axum::extract::State(handler): axum::extract::State<StateServer>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let listening = request.method() == axum::http::Method::POST
+        && request.headers().get("mcp-method").is_some_and(|method| method.as_bytes() == b"subscriptions/listen");
+    if !listening {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    // The body limit outside bounds this read; over it, the answer is the limit's.
+    let body = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(body) => body,
+        Err(_) => return axum::http::StatusCode::PAYLOAD_TOO_LARGE.into_response(),
+    };
+    let principal = parts.extensions.get::<Principal>().cloned();
+    if let Some(refused) = handler.start_listen(&body, principal.as_ref(), &mut parts.extensions).await {
+        return axum::Json(refused).into_response();
+    }
+    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(body))).await
 }

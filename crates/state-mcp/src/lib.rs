@@ -16,6 +16,7 @@ mod render;
 mod resources;
 mod schema;
 mod server;
+mod service;
 mod stdio;
 mod subscriptions;
 mod tools;
@@ -63,7 +64,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let running = match server.serve(lines::LineTransport::new(reader, writer)).await {
+    let running = match service::McpService::new(server).serve(lines::LineTransport::new(reader, writer)).await {
         Ok(running) => running,
         // The client went away before saying anything (or a person pressed Ctrl-D at the
         // prompt): nothing was started, so that is a normal end, not a failure.

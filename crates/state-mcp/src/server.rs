@@ -69,6 +69,49 @@ impl StateServer {
         StateServer { subscriptions: Arc::default(), enabled: Arc::default(), ..self.clone() }
     }
 
+    /// For an HTTP transport, which sees a request before rmcp: when `body` is a
+    /// `subscriptions/listen` request, follows its resources now and leaves them in the HTTP
+    /// request's `extensions` for `listen`, so they are watched before rmcp acknowledges the
+    /// listen. Anything else is left alone. `Some` is the JSON-RPC error to answer instead,
+    /// before anything is acknowledged, when a resource cannot be followed or there are too
+    /// many.
+    pub async fn start_listen(
+        &self,
+        body: &[u8],
+        principal: Option<&Principal>,
+        extensions: &mut http::Extensions,
+    ) -> Option<Value> {
+        #[derive(serde::Deserialize)]
+        struct Listen {
+            id: Value,
+            method: String,
+            params: ListenParams,
+        }
+        #[derive(serde::Deserialize)]
+        struct ListenParams {
+            notifications: SubscriptionFilter,
+        }
+        let listen = serde_json::from_slice::<Listen>(body).ok().filter(|l| l.method == "subscriptions/listen")?;
+        let uris = listen.params.notifications.resource_subscriptions.unwrap_or_default();
+        match subscriptions::follow_all(&self.api, principal, &self.options.profiles, &uris).await {
+            Ok(followed) => {
+                extensions.insert(subscriptions::Started::new(followed));
+                None
+            }
+            Err(error) => Some(json!({"jsonrpc": "2.0", "id": listen.id, "error": error})),
+        }
+    }
+
+    /// Starts following what a `subscriptions/listen` request asks for, as `listen` would.
+    pub(crate) async fn follow_listened(
+        &self,
+        requested: &SubscriptionFilter,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Vec<subscriptions::Changes>, McpError> {
+        let uris = requested.resource_subscriptions.as_deref().unwrap_or_default();
+        subscriptions::follow_all(&self.api, principal(context), &self.options.profiles, uris).await
+    }
+
     /// The groups this request's session enabled. A session is the legacy protocol's (one
     /// `initialize`); on 2026-07-28 a list may not change as a side effect of other requests,
     /// so there every request sees the list it started with.
@@ -147,7 +190,7 @@ impl StateServer {
     }
 }
 
-fn in_session(context: &RequestContext<RoleServer>) -> bool {
+pub(crate) fn in_session(context: &RequestContext<RoleServer>) -> bool {
     context.peer.peer_info().is_some()
 }
 
@@ -303,13 +346,24 @@ impl ServerHandler for StateServer {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let uris = context.accepted().resource_subscriptions.clone().unwrap_or_default();
-        let caller = principal(context.request_context());
+        // Started before the acknowledgment went out (crate::service); followed here only if
+        // this handler is driven some other way.
+        let request = context.request_context();
+        let started = request
+            .extensions
+            .get::<subscriptions::Started>()
+            .or_else(|| request.extensions.get::<http::request::Parts>()?.extensions.get::<subscriptions::Started>())
+            .and_then(|started| started.take());
+        let followed = match started {
+            Some(followed) => followed,
+            None => {
+                let caller = principal(context.request_context());
+                subscriptions::follow_all(&self.api, caller, &self.options.profiles, &uris).await?
+            }
+        };
         let (changed, mut changes) = tokio::sync::mpsc::channel::<String>(64);
         let mut following = tokio::task::JoinSet::new();
-        for uri in uris {
-            let Some(resource) = subscriptions::follow(&self.api, caller, &self.options.profiles, &uri).await? else {
-                continue;
-            };
+        for resource in followed.into_iter().filter(|resource| uris.iter().any(|uri| uri == resource.uri())) {
             let changed = changed.clone();
             following.spawn(resource.forward(move |uri| {
                 let changed = changed.clone();

@@ -10,7 +10,7 @@
 //!   standalone GET stream); a stateless request has no peer left to push to.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ErrorData as McpError;
@@ -54,6 +54,55 @@ impl Drop for Subscriptions {
     }
 }
 
+/// Most resources one `subscriptions/listen` may follow: each holds a watch open on the store.
+pub(crate) const MAX_LISTENED: usize = 256;
+
+/// The resources a `subscriptions/listen` request follows, started before rmcp acknowledged
+/// it (see [`crate::service`]) and taken by the handler's `listen`.
+#[derive(Clone)]
+pub(crate) struct Started(Arc<Mutex<Option<Vec<Changes>>>>);
+
+impl Started {
+    pub(crate) fn new(followed: Vec<Changes>) -> Started {
+        Started(Arc::new(Mutex::new(Some(followed))))
+    }
+
+    pub(crate) fn take(&self) -> Option<Vec<Changes>> {
+        self.0.lock().ok().and_then(|mut started| started.take())
+    }
+}
+
+/// Follows each of `uris` that this server can follow; an error if there are too many, or one
+/// of them names nothing or something the caller may not read. URIs that are not resources
+/// of this server are left out, as the acknowledgment leaves them out.
+pub(crate) async fn follow_all(
+    api: &Api,
+    principal: Option<&Principal>,
+    profiles: &[Profile],
+    uris: &[String],
+) -> Result<Vec<Changes>, McpError> {
+    if uris.len() > MAX_LISTENED {
+        return Err(McpError::invalid_params(
+            format!(
+                "a listen follows at most {MAX_LISTENED} resources and this one names {}: \
+                 split them across several listen requests",
+                uris.len()
+            ),
+            Some(serde_json::json!({"limit": MAX_LISTENED, "requested": uris.len()})),
+        ));
+    }
+    let mut followed: Vec<Changes> = Vec::new();
+    for uri in uris {
+        if Target::parse(uri, profiles).is_none() || followed.iter().any(|changes| &changes.uri == uri) {
+            continue;
+        }
+        if let Some(changes) = follow(api, principal, profiles, uri).await? {
+            followed.push(changes);
+        }
+    }
+    Ok(followed)
+}
+
 /// The changes to one subscribed resource.
 pub(crate) struct Changes {
     api: Api,
@@ -87,6 +136,10 @@ pub(crate) async fn follow(
 }
 
 impl Changes {
+    pub(crate) fn uri(&self) -> &str {
+        &self.uri
+    }
+
     /// Tells `notify` the resource's URI after each change, until it answers false (nobody
     /// is listening any more) or the resource can no longer be followed.
     pub(crate) async fn forward<F, Sent>(mut self, mut notify: F)

@@ -240,30 +240,73 @@ fn the_long_poll_outlives_the_request_timeout_and_wakes_on_another_processs_writ
 
 const MODERN: &str = "2026-07-28";
 
+const LISTEN_HEADERS: [(&str, &str); 4] = [
+    ("Content-Type", "application/json"),
+    ("Accept", "application/json, text/event-stream"),
+    ("MCP-Protocol-Version", MODERN),
+    ("Mcp-Method", "subscriptions/listen"),
+];
+
+/// A 2026-07-28 `subscriptions/listen` on /mcp, its stream read up to the acknowledgment.
+fn listen(http: &HttpClient, uris: &[String]) -> SseStream {
+    let listen = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": uris},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}},
+    }});
+    let mut stream = http.stream_request("POST", "/mcp", &LISTEN_HEADERS, Some(listen.to_string().as_bytes())).unwrap();
+    let ack = next_message(&mut stream);
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"], json!(uris), "{ack}");
+    stream
+}
+
+fn updated_uri(stream: &mut SseStream) -> Value {
+    let updated = next_message(stream);
+    assert_eq!(updated["method"], "notifications/resources/updated", "{updated}");
+    updated["params"]["uri"].clone()
+}
+
 #[test]
 fn an_mcp_listener_on_http_hears_of_a_rest_write() {
     let place = Place::new();
     let server = place.serve(&[]);
     let http = server.client();
-    let listen = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
-        "notifications": {"resourceSubscriptions": ["state://kv/review/7"]},
+    let mut stream = listen(&http, &["state://kv/review/7".to_owned()]);
+    put(&http, "review/7", json!({"approved": true}));
+    assert_eq!(updated_uri(&mut stream), "state://kv/review/7");
+}
+
+/// The acknowledgment promises that every later write is announced, though rmcp sends it
+/// before the handler runs. A server joined to an owner starts each watch with a round trip,
+/// so a listen of many resources shows a late start: the write is made the moment the
+/// acknowledgment arrives, to the resource that would be followed last.
+#[test]
+fn a_joined_servers_listener_hears_a_write_made_on_seeing_the_acknowledgment() {
+    let place = Place::new();
+    let db = place.db.to_string_lossy().into_owned();
+    let env = place.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut owner_starter =
+        McpClient::spawn_with_env(&state_mcp(), &["--db", &db, "--owner-idle", "5s"], &env).unwrap();
+    owner_starter.handshake(ProtocolEra::Legacy).unwrap();
+    let server = place.serve(&[]);
+    assert!(server.stderr().contains("joined the owner"), "{}", server.stderr());
+    let http = server.client();
+    let uris: Vec<String> = (0..200).map(|i| format!("state://kv/burst/{i}")).collect();
+    let mut stream = listen(&http, &uris);
+    put(&http, "burst/199", json!(1));
+    assert_eq!(updated_uri(&mut stream), "state://kv/burst/199");
+
+    // More resources than a listen may hold are refused before anything is acknowledged.
+    let too_many: Vec<String> = (0..257).map(|i| format!("state://kv/burst/{i}")).collect();
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": too_many},
         "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}},
     }});
-    let headers = [
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("MCP-Protocol-Version", MODERN),
-        ("Mcp-Method", "subscriptions/listen"),
-    ];
-    let mut stream = http.stream_request("POST", "/mcp", &headers, Some(listen.to_string().as_bytes())).unwrap();
-    let ack = next_message(&mut stream);
-    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
-    put(&http, "review/7", json!({"approved": true}));
-    let updated = next_message(&mut stream);
-    assert_eq!(
-        (updated["method"].clone(), updated["params"]["uri"].clone()),
-        (json!("notifications/resources/updated"), json!("state://kv/review/7"))
-    );
+    let refused =
+        expect(&http.request("POST", "/mcp", &LISTEN_HEADERS, Some(body.to_string().as_bytes())).unwrap(), 200);
+    assert_eq!((refused["id"].clone(), refused["error"]["code"].clone()), (json!(2), json!(-32602)), "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("at most 256"), "{refused}");
 }
 
 #[test]

@@ -79,6 +79,38 @@ fn a_listener_hears_when_the_lease_it_waits_for_is_released() {
     waiter.notify("notifications/cancelled", json!({"requestId": listen})).unwrap();
 }
 
+/// The acknowledgment of a listen is a promise: every write after it is announced. rmcp sends it
+/// before the handler runs, so the watches must be in place first. Many resources make a late
+/// start show: each is a round trip to the owner, and the write is sent the moment the
+/// acknowledgment arrives, for the resource that would be followed last.
+#[test]
+fn a_write_made_on_seeing_the_acknowledgment_is_announced() {
+    let place = Place::new();
+    let mut writer = place.start(&[], ProtocolEra::Legacy);
+    let mut listener = place.start(&[], ProtocolEra::Modern);
+    let uris: Vec<String> = (0..200).map(|i| format!("state://kv/burst/{i}")).collect();
+    let listen = listener
+        .send_request("subscriptions/listen", json!({"notifications": {"resourceSubscriptions": uris}}))
+        .unwrap();
+    let ack = listener.wait_notification("notifications/subscriptions/acknowledged", NOTICE).unwrap();
+    let written = writer
+        .send_request("tools/call", json!({"name": "state_set", "arguments": {"key": "burst/199", "value": 1}}))
+        .unwrap();
+    assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"].as_array().map(Vec::len), Some(200), "{ack}");
+    assert_eq!(updated_uri(&mut listener), "state://kv/burst/199");
+    let answer = tool_result(result_of(writer.wait_response(written).unwrap()).unwrap()).unwrap();
+    assert!(!answer.is_error, "{}", answer.text);
+    listener.notify("notifications/cancelled", json!({"requestId": listen})).unwrap();
+
+    // A listen naming more than a listen may hold is refused before anything is acknowledged.
+    let too_many: Vec<String> = (0..257).map(|i| format!("state://kv/burst/{i}")).collect();
+    let refused = listener
+        .request("subscriptions/listen", json!({"notifications": {"resourceSubscriptions": too_many}}))
+        .unwrap();
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("at most 256"), "{refused}");
+}
+
 #[test]
 fn state_watch_returns_the_write_another_process_makes() {
     let place = Place::new();
