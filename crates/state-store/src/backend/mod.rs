@@ -182,4 +182,22 @@ pub trait Unpublished {
     /// Upkeep once readers see the transaction (a checkpoint of the log), kept off their path
     /// and off the acknowledgement's. Failures are the backend's to report and retry.
     fn finish(self: Box<Self>) {}
+    /// Whether [`Unpublished::resume`] gives the transaction back.
+    fn resumable(&self) -> bool {
+        false
+    }
+    /// The same transaction, still unpublished, to stage the next batch in: publishing both
+    /// at once costs less where a published change is dearer to change again (redb copies a
+    /// published page before writing it; one it has not published yet it writes in place).
+    /// Committing it durably again makes the next batch durable too. Dropping it without that
+    /// (the next batch failed) loses nothing acknowledged: the backend applies the batches it
+    /// carried on their own before the drop returns, or else recovers them (from its log)
+    /// before the next read or write, as after a failed [`Unpublished::publish`]. Only called
+    /// when [`Unpublished::resumable`] says so.
+    fn resume<'t>(self: Box<Self>) -> Result<Box<dyn WriteTxn + 't>, StorageError>
+    where
+        Self: 't,
+    {
+        Err(StorageError::Other("internal error: this backend's transactions cannot be resumed".into()))
+    }
 }

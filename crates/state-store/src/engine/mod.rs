@@ -4,6 +4,7 @@
 //! Writes go to the single group-committing writer; reads run on snapshots in the blocking
 //! pool, never on the async workers.
 
+mod chain;
 mod maintenance;
 mod queue;
 mod reads;

@@ -1,10 +1,11 @@
 //! Reads see every acknowledged write. The writer acknowledges a batch as soon as it is
 //! durable and only then publishes it to readers (for redb: its log record is synced, then the
 //! commit that applies it runs while the callers already have their answers), so a read that
-//! begins in between waits for the publication. That wait is at most one batch's apply; the
-//! common read costs two atomic loads.
+//! begins in between waits for the publication. That wait is at most one batch's apply (or,
+//! while the writer stages more batches before publishing them together, the batch it is
+//! logging: a waiting read makes it publish next); the common read costs two atomic loads.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
 
@@ -14,6 +15,8 @@ pub(super) struct Visibility {
     acknowledged: AtomicU64,
     published: AtomicU64,
     changed: Notify,
+    /// Reads waiting for a publication right now.
+    waiting: AtomicUsize,
 }
 
 impl Visibility {
@@ -33,6 +36,9 @@ impl Visibility {
         if self.published.load(Ordering::Acquire) >= wanted {
             return;
         }
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        // Counted out however the wait ends, a dropped future included.
+        let _waiting = Waiting(&self.waiting);
         loop {
             let changed = self.changed.notified();
             let mut changed = std::pin::pin!(changed);
@@ -43,6 +49,20 @@ impl Visibility {
             }
             changed.await;
         }
+    }
+
+    /// Whether a read is waiting for a publication: the writer publishes next instead of
+    /// staging another batch first.
+    pub(super) fn readers_waiting(&self) -> bool {
+        self.waiting.load(Ordering::Acquire) > 0
+    }
+}
+
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

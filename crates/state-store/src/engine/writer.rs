@@ -23,11 +23,12 @@ use state_core::plan::{Mutation, Plan, WriteContext};
 use state_core::{Event, UnixMillis};
 use tokio::sync::{mpsc, oneshot};
 
+use super::chain::{Durable, Pacing, Pending};
 use super::maintenance::ExpiryHint;
 use super::view::TxnView;
-use super::visibility::{ReadsHeld, Visibility};
+use super::visibility::Visibility;
 use super::watch::Feed;
-use crate::backend::{Backend, Order, ReadTxn, Unpublished, WriteTxn};
+use crate::backend::{Backend, Order, ReadTxn, WriteTxn};
 use crate::backoff::Backoff;
 use crate::clock::Clock;
 use crate::error::{EngineError, StorageError};
@@ -261,6 +262,7 @@ pub(super) struct WriterStats {
     retries: AtomicU64,
     commits: AtomicU64,
     commit_nanos: AtomicU64,
+    publications: AtomicU64,
 }
 
 /// A snapshot of the writer's batching so far.
@@ -278,6 +280,9 @@ pub struct BatchStats {
     pub commits: u64,
     /// Time spent in those commits (mostly the fsync), in seconds.
     pub commit_seconds: f64,
+    /// Publications of committed batches to readers that came after the answers (redb's:
+    /// several batches staged in one transaction share one).
+    pub publications: u64,
 }
 
 impl BatchStats {
@@ -301,7 +306,12 @@ impl WriterStats {
             retries: self.retries.load(Ordering::Relaxed),
             commits: self.commits.load(Ordering::Relaxed),
             commit_seconds: self.commit_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            publications: self.publications.load(Ordering::Relaxed),
         }
+    }
+
+    pub(super) fn record_publication(&self) {
+        self.publications.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -322,7 +332,29 @@ pub(super) fn run(
     outlets: Outlets,
 ) {
     let mut batch: Vec<Box<dyn Command>> = Vec::with_capacity(max_batch);
-    while let Some(first) = queue.blocking_recv() {
+    let mut pacing = Pacing::default();
+    // Batches answered and not yet published, whose transaction the next batch continues.
+    let mut pending: Option<Pending<'_>> = None;
+    loop {
+        let first = match pending.take() {
+            Some(open) => match pacing.next_soon(&mut queue, &outlets.visibility) {
+                Some(command) => {
+                    pending = Some(open);
+                    command
+                }
+                None => {
+                    open.publish(&outlets);
+                    continue;
+                }
+            },
+            None => match queue.blocking_recv() {
+                Some(command) => {
+                    pacing.arrived();
+                    command
+                }
+                None => break,
+            },
+        };
         batch.push(first);
         while batch.len() < max_batch {
             match queue.try_recv() {
@@ -331,10 +363,16 @@ pub(super) fn run(
             }
         }
         outlets.stats.record(batch.len());
-        match commit_with_retries(&*backend, &*clock, &mut batch, &outlets.stats, &outlets.feed) {
-            Ok(durable) => {
-                // Answered as soon as it is durable; published to readers right after, while
-                // the callers go on. Reads that begin meanwhile wait for the publication.
+        let resumed = pending.as_mut().and_then(Pending::resume);
+        match commit_with_retries(&*backend, &*clock, &mut batch, &outlets.stats, &outlets.feed, resumed) {
+            Ok((durable, continued)) => {
+                if !continued && let Some(earlier) = pending.take() {
+                    // Its transaction was abandoned: the backend redid its batches on their
+                    // own before this one was staged afresh, so they are visible now.
+                    earlier.publish(&outlets);
+                }
+                // Answered as soon as it is durable; published to readers after, while the
+                // callers go on. Reads that begin meanwhile wait for the publication.
                 let readers_held = durable
                     .as_ref()
                     .filter(|durable| durable.unpublished.is_some())
@@ -342,11 +380,26 @@ pub(super) fn run(
                 for command in batch.drain(..) {
                     command.answer(None);
                 }
+                pacing.answered();
                 if let Some(durable) = durable {
-                    durable.publish(&outlets, readers_held);
+                    let open = match pending.take() {
+                        Some(mut open) => {
+                            open.extend(durable, readers_held);
+                            open
+                        }
+                        None => Pending::new(durable, readers_held),
+                    };
+                    if open.may_grow(&outlets) {
+                        pending = Some(open);
+                    } else {
+                        open.publish(&outlets);
+                    }
                 }
             }
             Err(error) => {
+                if let Some(earlier) = pending.take() {
+                    earlier.publish(&outlets);
+                }
                 tracing::error!(%error, commands = batch.len(), "write batch failed; nothing in it was applied");
                 for command in batch.drain(..) {
                     command.answer(Some(&error));
@@ -354,60 +407,37 @@ pub(super) fn run(
             }
         }
     }
-    tracing::debug!("write queue closed; writer stopping");
-}
-
-/// A batch that is durable and answered for, not yet visible to readers.
-struct Durable<'b> {
-    /// What makes it visible, unless it already is.
-    unpublished: Option<Box<dyn Unpublished + 'b>>,
-    /// The revisions it committed (first and last), if any.
-    revisions: Option<(u64, u64)>,
-    /// Its events, for watchers, while there are any.
-    events: Option<Vec<Event>>,
-    soonest_expiry: Option<UnixMillis>,
-}
-
-impl Durable<'_> {
-    /// Makes the batch visible to readers, then tells watchers and the sweeper, then lets the
-    /// backend do its upkeep.
-    fn publish(mut self, outlets: &Outlets, readers_held: Option<ReadsHeld<'_>>) {
-        if let Some(unpublished) = self.unpublished.as_mut()
-            && let Err(error) = unpublished.publish()
-        {
-            // Durable and acknowledged: the backend recovers it before the next operation.
-            tracing::error!(%error, "an acknowledged batch could not be applied yet; it is recovered from the log");
-        }
-        drop(readers_held);
-        if let Some((first, last)) = self.revisions {
-            outlets.feed.publish(first, last, self.events);
-        }
-        if let Some(at) = self.soonest_expiry {
-            outlets.expiries.note(at);
-        }
-        if let Some(unpublished) = self.unpublished {
-            unpublished.finish();
-        }
+    if let Some(open) = pending.take() {
+        open.publish(&outlets);
     }
+    tracing::debug!("write queue closed; writer stopping");
 }
 
 /// Stages a batch and makes it durable, staging it again after a retryable error. Each
 /// attempt plans against the state the backend has then, so a retried batch decides afresh.
-/// `None` when the batch changed nothing.
+/// The first attempt continues `resumed` (batches answered, not yet published) when given;
+/// whether the result does is the `bool` (a failed attempt abandons that transaction, and the
+/// backend redoes the batches it carried on their own). `None` when the batch changed nothing.
 fn commit_with_retries<'b>(
     backend: &'b dyn Backend,
     clock: &dyn Clock,
     batch: &mut [Box<dyn Command>],
     stats: &WriterStats,
     feed: &Feed,
-) -> Result<Option<Durable<'b>>, StorageError> {
+    mut resumed: Option<Box<dyn WriteTxn + 'b>>,
+) -> Result<(Option<Durable<'b>>, bool), StorageError> {
     let mut backoff = Backoff::new(FIRST_BACKOFF, Duration::from_millis(200));
     let mut attempt = 1;
     loop {
         // Events are copied for watchers only while there are any; a watcher that arrives
         // meanwhile reads this batch from history instead.
         let events = (feed.sender.receiver_count() > 0).then(Vec::new);
-        match stage_and_commit(backend, clock, batch, stats, events) {
+        let continuing = resumed.is_some();
+        let txn = match resumed.take() {
+            Some(txn) => Ok(txn),
+            None => backend.begin_write(),
+        };
+        match txn.and_then(|txn| stage_and_commit(txn, continuing, clock, batch, stats, events)) {
             Err(StorageError::Retryable(reason)) if attempt < RETRIES => {
                 tracing::warn!(%reason, attempt, commands = batch.len(), "write batch hit a transient failure; retrying");
                 stats.retries.fetch_add(1, Ordering::Relaxed);
@@ -415,20 +445,21 @@ fn commit_with_retries<'b>(
                 std::thread::sleep(backoff.next_pause());
                 attempt += 1;
             }
-            settled => return settled,
+            settled => return settled.map(|durable| (durable, continuing)),
         }
     }
 }
 
-/// Stages the batch in one transaction and makes it durable.
+/// Stages the batch in `txn` and makes it durable. A transaction that carries earlier
+/// batches (`continuing`) is handed on even when this one changed nothing.
 fn stage_and_commit<'b>(
-    backend: &'b dyn Backend,
+    mut txn: Box<dyn WriteTxn + 'b>,
+    continuing: bool,
     clock: &dyn Clock,
     batch: &mut [Box<dyn Command>],
     stats: &WriterStats,
     mut events: Option<Vec<Event>>,
 ) -> Result<Option<Durable<'b>>, StorageError> {
-    let mut txn = backend.begin_write()?;
     // Where processes share the database, its clock decides expiry, so they all agree.
     let now = txn.database_now().unwrap_or_else(|| clock.now());
     let start = txn.revision()?;
@@ -449,13 +480,16 @@ fn stage_and_commit<'b>(
     }
     // A batch of pure conflicts or no-ops changed nothing: dropping the transaction aborts it
     // and skips an fsync.
-    if !touched {
+    if !touched && !continuing {
         return Ok(None);
     }
     let started = std::time::Instant::now();
     let unpublished = txn.commit_durably()?;
-    stats.commits.fetch_add(1, Ordering::Relaxed);
-    stats.commit_nanos.fetch_add(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    if touched {
+        stats.commits.fetch_add(1, Ordering::Relaxed);
+        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        stats.commit_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
     let revisions = (revision != start).then_some((start + 1, revision));
     Ok(Some(Durable { unpublished, revisions, events, soonest_expiry }))
 }

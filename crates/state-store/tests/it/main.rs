@@ -4,6 +4,7 @@
 // A panic is how a test reports failure.
 #![allow(clippy::unwrap_used)]
 
+mod carried;
 mod checkpoints;
 mod concurrency;
 mod killed;

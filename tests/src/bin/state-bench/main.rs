@@ -154,6 +154,8 @@ struct WriteRun {
     batches: u64,
     commands: u64,
     largest: u64,
+    /// Publications to readers: batches staged in one transaction share one.
+    publications: u64,
     latencies: Vec<Duration>,
 }
 
@@ -194,22 +196,26 @@ async fn durable_writes(n: usize, duration: Duration) -> Result<WriteRun> {
         batches: stats.batches - before.batches,
         commands: stats.commands - before.commands,
         largest: stats.largest,
+        publications: stats.publications - before.publications,
         latencies,
     })
 }
 
 async fn engine_writes(writers: &[usize], duration: Duration) -> Result<()> {
     println!("## Engine: durable writes (group commit, one log append and sync per batch, 256-byte values)\n");
-    println!("| concurrent writers | acked writes/s | commits | avg batch | largest batch | p50 ack | p99 ack |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| concurrent writers | acked writes/s | commits | avg batch | largest batch | batches per publication | p50 ack | p99 ack |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &n in writers {
         let run = durable_writes(n, duration).await?;
         println!(
-            "| {n} | {:.0} | {} | {:.1} | {} | {} | {} |",
+            "| {n} | {:.0} | {} | {:.1} | {} | {:.1} | {} | {} |",
             run.per_second,
             run.batches,
             run.commands as f64 / run.batches.max(1) as f64,
             run.largest,
+            run.batches as f64 / run.publications.max(1) as f64,
             ms(percentile(&run.latencies, 0.50)),
             ms(percentile(&run.latencies, 0.99)),
         );

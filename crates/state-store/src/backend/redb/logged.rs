@@ -53,6 +53,10 @@ impl Calls {
         self.0.extend_from_slice(&(limit as u64).to_le_bytes());
     }
 
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     pub(super) fn into_bytes(self) -> Vec<u8> {
         self.0
     }

@@ -22,12 +22,13 @@ mod failpoint;
 pub mod faults;
 mod holder;
 mod logged;
+mod unpublished;
 pub mod wal;
 
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use redb::{
     Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
@@ -39,6 +40,7 @@ use state_core::{Entry, Event, UnixMillis};
 
 use self::holder::Holder;
 use self::logged::Calls;
+use self::unpublished::{HeldLog, Logged};
 use self::wal::{LogError, LogFile, Wal};
 use super::{Backend, Order, ReadTxn, Unpublished, WriteTxn, WriterExclusion};
 use crate::error::{OpenError, StorageError};
@@ -182,12 +184,7 @@ impl RedbBackend {
                     record.lsn
                 )));
             }
-            let mut txn = db.begin_write().map_err(storage)?;
-            txn.set_durability(Durability::None).map_err(|e| StorageError::Other(e.to_string()))?;
-            let mut write = RedbWrite { txn, next_seq: None, backend: self, written: 0, calls: None };
-            logged::replay(&record.payload, &mut write)?;
-            write.txn.open_table(META).map_err(storage)?.insert(META_WAL_LSN, record.lsn).map_err(storage)?;
-            write.txn.commit().map_err(storage)?;
+            self.redo(db, [(record.lsn, record.payload.as_slice())])?;
             applied = record.lsn;
         }
         if wal.next_lsn() > applied + 1 {
@@ -206,6 +203,23 @@ impl RedbBackend {
         }
         *slot = Some(wal);
         Ok(())
+    }
+
+    /// Applies logged batches (their LSNs and payloads, in order) to `db` in one commit without
+    /// a sync of its own, recording the last as applied.
+    fn redo<'p>(&self, db: &Database, records: impl IntoIterator<Item = (u64, &'p [u8])>) -> Result<(), StorageError> {
+        let mut txn = db.begin_write().map_err(storage)?;
+        txn.set_durability(Durability::None).map_err(|e| StorageError::Other(e.to_string()))?;
+        let mut write = RedbWrite { txn, next_seq: None, backend: self, written: 0, calls: None, held: None };
+        let mut last = None;
+        for (lsn, payload) in records {
+            logged::replay(payload, &mut write)?;
+            last = Some(lsn);
+        }
+        if let Some(lsn) = last {
+            write.txn.open_table(META).map_err(storage)?.insert(META_WAL_LSN, lsn).map_err(storage)?;
+        }
+        write.txn.commit().map_err(storage)
     }
 
     /// A log whose last append failed takes no more until it starts over: checkpoint first.
@@ -405,7 +419,7 @@ impl Backend for RedbBackend {
         self.mend_log()?;
         let txn = self.retrying(|db| db.begin_write().map_err(storage))?;
         let calls = self.log.as_ref().map(|_| Calls::default());
-        Ok(Box::new(RedbWrite { txn, next_seq: None, backend: self, written: 0, calls }))
+        Ok(Box::new(RedbWrite { txn, next_seq: None, backend: self, written: 0, calls, held: None }))
     }
 
     fn size_on_disk(&self) -> Option<u64> {
@@ -488,6 +502,9 @@ struct RedbWrite<'a> {
     written: u64,
     /// The calls made, for the log record; `None` without a log, or while replaying one.
     calls: Option<Calls>,
+    /// The log, when this transaction carries logged batches not yet published (it was
+    /// resumed after one).
+    held: Option<HeldLog<'a>>,
 }
 
 /// Read paths shared by read and write transactions: redb exposes the same `ReadableTable`
@@ -869,81 +886,65 @@ impl WriteTxn for RedbWrite<'_> {
     where
         Self: 't,
     {
-        // Dropping the transaction aborts it: nothing of a refused commit reaches the file.
+        // Dropping the transaction aborts it: nothing of a refused commit reaches the file
+        // (and batches it carried from before are redone, see `HeldLog`).
         self.backend.check_space(self.written)?;
-        let RedbWrite { mut txn, backend, calls, .. } = *self;
+        let RedbWrite { mut txn, backend, calls, held, .. } = *self;
         let (Some(calls), Some(log)) = (calls, &backend.log) else {
             txn.commit().map_err(|e| backend.noted(storage(e)))?;
             return Ok(None);
         };
         // Held until the batch is published: a reopen (which replays the log) must not run
         // between the append and the commit that applies it.
-        let mut slot = log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()))?;
-        let Some(wal) = slot.as_mut() else {
-            return Err(StorageError::Io("the write-ahead log is being reopened; retry shortly".into()));
+        let mut held = match held {
+            Some(held) => held,
+            None => HeldLog::lock(log, backend)?,
         };
-        let lsn = wal.next_lsn();
-        txn.open_table(META).map_err(storage)?.insert(META_WAL_LSN, lsn).map_err(storage)?;
-        txn.set_durability(Durability::None).map_err(|e| StorageError::Other(e.to_string()))?;
-        // Durable once this returns; visible to readers only once published.
-        if let Err(error) = wal.append(&calls.into_bytes()) {
-            // Not applied unless the log could not say: the transaction is dropped unapplied.
-            return Err(match error {
-                LogError::MaybeWritten(e) => StorageError::OutcomeUnknown(format!(
-                    "{}: the write reached the log but its sync failed, and it could not be taken back, so a \
-                     restart may apply it: {e}",
-                    log.path.display()
-                )),
-                other => log_error(&log.path, other),
-            });
+        if calls.is_empty() && held.carrying() {
+            // A batch that changed nothing, in a transaction that carries others: nothing to log.
+            return Ok(Some(Box::new(Logged::new(txn, held, backend))));
         }
-        failpoint::crash_at("wal-synced");
-        Ok(Some(Box::new(Logged { txn: Some(txn), wal: Some(slot), backend })))
-    }
-}
-
-/// A batch whose log record is durable; its redb commit (without a sync of its own) is what
-/// publishes it.
-struct Logged<'a> {
-    /// `None` once its commit was tried.
-    txn: Option<WriteTransaction>,
-    /// `None` once given up for a reopen, after a failed commit.
-    wal: Option<MutexGuard<'a, Option<Wal>>>,
-    backend: &'a RedbBackend,
-}
-
-impl Unpublished for Logged<'_> {
-    fn publish(&mut self) -> Result<(), StorageError> {
-        let Some(txn) = self.txn.take() else { return Ok(()) };
-        // The engine has answered: the callers get time to say so before the crash, so the
-        // batch only the log holds is among the writes the test checks.
-        failpoint::crash_at_after("acknowledged", std::time::Duration::from_millis(20));
-        if let Err(error) = txn.commit() {
-            // The batch is in the log and was acknowledged: it must not be lost nor stay
-            // unseen. Whatever redb's error, the handle is reopened and the log replayed, this
-            // batch included: here, before readers are let through, or else by the next
-            // operation (a reopen needs every other handle gone).
-            self.backend.failed.store(true, Ordering::SeqCst);
-            drop(self.wal.take());
-            if let Err(reopen) = self.backend.recover() {
-                tracing::warn!(%reopen, "the database is reopened by the next operation instead");
+        match append_batch(&mut txn, &mut held, calls, log) {
+            Ok(()) => {
+                failpoint::crash_at("wal-synced");
+                Ok(Some(Box::new(Logged::new(txn, held, backend))))
             }
-            return Err(storage(error));
+            Err(error) => {
+                // The transaction goes first: batches it carried are redone in one of their own.
+                drop(txn);
+                drop(held);
+                Err(error)
+            }
         }
-        failpoint::crash_at("committed");
-        Ok(())
     }
+}
 
-    fn finish(mut self: Box<Self>) {
-        // Only after a commit that succeeded: a failed one gave the log up for a reopen.
-        let (None, Some(slot)) = (&self.txn, self.wal.take()) else { return };
-        let backend = self.backend;
-        let threshold = backend.log.as_ref().map_or(u64::MAX, |log| log.checkpoint_bytes.load(Ordering::Relaxed));
-        // The lock goes before the checkpoint takes the database handle.
-        drop(slot);
-        if let Err(error) = backend.checkpoint_if(|wal| wal.used() >= threshold) {
-            // The batch is durable in the log: it stands. The next commit checkpoints again.
-            tracing::warn!(%error, "checkpoint failed; the log keeps growing until one succeeds");
-        }
+/// Appends the batch's calls to the log, durably, and marks `txn` as applying them.
+fn append_batch(
+    txn: &mut WriteTransaction,
+    held: &mut HeldLog<'_>,
+    calls: Calls,
+    log: &Log,
+) -> Result<(), StorageError> {
+    let Some(wal) = held.wal() else {
+        return Err(StorageError::Io("the write-ahead log is being reopened; retry shortly".into()));
+    };
+    let lsn = wal.next_lsn();
+    txn.open_table(META).map_err(storage)?.insert(META_WAL_LSN, lsn).map_err(storage)?;
+    txn.set_durability(Durability::None).map_err(|e| StorageError::Other(e.to_string()))?;
+    let payload = calls.into_bytes();
+    // Durable once this returns; visible to readers only once published.
+    if let Err(error) = wal.append(&payload) {
+        // Not applied unless the log could not say: the transaction is dropped unapplied.
+        return Err(match error {
+            LogError::MaybeWritten(e) => StorageError::OutcomeUnknown(format!(
+                "{}: the write reached the log but its sync failed, and it could not be taken back, so a \
+                 restart may apply it: {e}",
+                log.path.display()
+            )),
+            other => log_error(&log.path, other),
+        });
     }
+    held.carry(lsn, payload);
+    Ok(())
 }
