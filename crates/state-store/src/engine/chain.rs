@@ -6,8 +6,8 @@
 //! work off its path.
 //!
 //! What it never does: hold a batch back from anyone waiting to see it. A read that waits for
-//! a publication (see `visibility.rs`), a watcher, or a limit on how many batches one
-//! transaction carries makes the writer publish next.
+//! a publication (see `visibility.rs`), a watcher, or a limit on how many batches (or, on
+//! redb, bytes) one transaction carries makes the writer publish next.
 
 use std::time::{Duration, Instant};
 
@@ -171,6 +171,10 @@ impl Pacing {
         let patience = self.patience();
         let since = self.answered_at.unwrap_or_else(Instant::now);
         loop {
+            // A read already waiting goes first, however busy the queue.
+            if visibility.readers_waiting() {
+                return None;
+            }
             match queue.try_recv() {
                 Ok(command) => {
                     self.arrived();
@@ -179,7 +183,7 @@ impl Pacing {
                 Err(TryRecvError::Disconnected) => return None,
                 Err(TryRecvError::Empty) => {}
             }
-            if visibility.readers_waiting() || since.elapsed() >= patience {
+            if since.elapsed() >= patience {
                 return None;
             }
             std::hint::spin_loop();

@@ -886,10 +886,20 @@ impl WriteTxn for RedbWrite<'_> {
     where
         Self: 't,
     {
-        // Dropping the transaction aborts it: nothing of a refused commit reaches the file
-        // (and batches it carried from before are redone, see `HeldLog`).
-        self.backend.check_space(self.written)?;
-        let RedbWrite { mut txn, backend, calls, held, .. } = *self;
+        let RedbWrite { mut txn, backend, calls, held, written, .. } = *self;
+        let nothing_to_log = calls.as_ref().is_some_and(Calls::is_empty);
+        let held = match held {
+            // A batch that changed nothing, in a transaction that carries others: nothing to
+            // log, nothing more to write.
+            Some(held) if nothing_to_log && held.carrying() => {
+                return Ok(Some(Box::new(Logged::new(txn, held, backend))));
+            }
+            held => held,
+        };
+        // The commit that publishes writes what every batch the transaction carries wrote.
+        // Refused, the transaction is dropped, so nothing of this batch reaches the file (and
+        // the batches it carried are redone on their own, see `HeldLog`).
+        backend.check_space(written + held.as_ref().map_or(0, HeldLog::carried_bytes))?;
         let (Some(calls), Some(log)) = (calls, &backend.log) else {
             txn.commit().map_err(|e| backend.noted(storage(e)))?;
             return Ok(None);
@@ -900,11 +910,7 @@ impl WriteTxn for RedbWrite<'_> {
             Some(held) => held,
             None => HeldLog::lock(log, backend)?,
         };
-        if calls.is_empty() && held.carrying() {
-            // A batch that changed nothing, in a transaction that carries others: nothing to log.
-            return Ok(Some(Box::new(Logged::new(txn, held, backend))));
-        }
-        match append_batch(&mut txn, &mut held, calls, log) {
+        match append_batch(&mut txn, &mut held, calls, written, log) {
             Ok(()) => {
                 failpoint::crash_at("wal-synced");
                 Ok(Some(Box::new(Logged::new(txn, held, backend))))
@@ -924,6 +930,7 @@ fn append_batch(
     txn: &mut WriteTransaction,
     held: &mut HeldLog<'_>,
     calls: Calls,
+    written: u64,
     log: &Log,
 ) -> Result<(), StorageError> {
     let Some(wal) = held.wal() else {
@@ -945,6 +952,6 @@ fn append_batch(
             other => log_error(&log.path, other),
         });
     }
-    held.carry(lsn, payload);
+    held.carry(lsn, payload, written);
     Ok(())
 }

@@ -32,7 +32,13 @@ pub(super) struct HeldLog<'a> {
     /// The logged batches the transaction applies and its commit has not published: their
     /// LSNs and payloads.
     carried: Vec<(u64, Vec<u8>)>,
+    /// Bytes of entries and events those batches wrote.
+    carried_bytes: u64,
 }
+
+/// A transaction stops taking more batches once those it carries wrote this much: their
+/// payloads stay in memory until the commit, and the commit writes them all.
+const MAX_CARRIED_BYTES: u64 = 8 * 1024 * 1024;
 
 impl<'a> HeldLog<'a> {
     pub(super) fn lock(log: &'a Log, backend: &'a RedbBackend) -> Result<HeldLog<'a>, StorageError> {
@@ -41,7 +47,7 @@ impl<'a> HeldLog<'a> {
             StorageError::Io("the database is being reopened after a failed write; retry shortly".into())
         })?;
         let wal = log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()))?;
-        Ok(HeldLog { wal, backend, db, carried: Vec::new() })
+        Ok(HeldLog { wal, backend, db, carried: Vec::new(), carried_bytes: 0 })
     }
 
     /// The log, unless it is being reopened.
@@ -54,19 +60,27 @@ impl<'a> HeldLog<'a> {
         !self.carried.is_empty()
     }
 
-    /// A batch was appended: the transaction now carries it.
-    pub(super) fn carry(&mut self, lsn: u64, payload: Vec<u8>) {
+    /// Bytes of entries and events the carried batches wrote.
+    pub(super) fn carried_bytes(&self) -> u64 {
+        self.carried_bytes
+    }
+
+    /// A batch that wrote `written` bytes was appended: the transaction now carries it.
+    pub(super) fn carry(&mut self, lsn: u64, payload: Vec<u8>, written: u64) {
         self.carried.push((lsn, payload));
+        self.carried_bytes += written;
     }
 
     /// The transaction's commit published what it carried.
     fn published(&mut self) {
         self.carried.clear();
+        self.carried_bytes = 0;
     }
 
     /// The commit failed: redb must be reopened (and the log replayed) before anything else.
     fn give_up_for_reopen(mut self) {
         self.carried.clear();
+        self.carried_bytes = 0;
         self.backend.failed.store(true, Ordering::SeqCst);
     }
 }
@@ -141,7 +155,7 @@ impl Unpublished for Logged<'_> {
     }
 
     fn resumable(&self) -> bool {
-        self.txn.is_some() && self.log.is_some()
+        self.txn.is_some() && self.log.as_ref().is_some_and(|log| log.carried_bytes < MAX_CARRIED_BYTES)
     }
 
     fn resume<'t>(mut self: Box<Self>) -> Result<Box<dyn WriteTxn + 't>, StorageError>
