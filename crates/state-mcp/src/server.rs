@@ -92,8 +92,7 @@ impl StateServer {
             notifications: SubscriptionFilter,
         }
         let listen = serde_json::from_slice::<Listen>(body).ok().filter(|l| l.method == "subscriptions/listen")?;
-        let uris = listen.params.notifications.resource_subscriptions.unwrap_or_default();
-        match subscriptions::follow_all(&self.api, principal, &self.options.profiles, &uris).await {
+        match self.follow_listened(&listen.params.notifications, principal).await {
             Ok(followed) => {
                 extensions.insert(subscriptions::Started::new(followed));
                 None
@@ -102,14 +101,14 @@ impl StateServer {
         }
     }
 
-    /// Starts following what a `subscriptions/listen` request asks for, as `listen` would.
+    /// Starts following, for `principal`, the resources a `subscriptions/listen` asks for.
     pub(crate) async fn follow_listened(
         &self,
         requested: &SubscriptionFilter,
-        context: &RequestContext<RoleServer>,
+        principal: Option<&Principal>,
     ) -> Result<Vec<subscriptions::Changes>, McpError> {
         let uris = requested.resource_subscriptions.as_deref().unwrap_or_default();
-        subscriptions::follow_all(&self.api, principal(context), &self.options.profiles, uris).await
+        subscriptions::follow_all(&self.api, principal, &self.options.profiles, uris).await
     }
 
     /// The groups this request's session enabled. A session is the legacy protocol's (one
@@ -197,7 +196,7 @@ pub(crate) fn in_session(context: &RequestContext<RoleServer>) -> bool {
 /// The caller over HTTP (the transport attached the request's parts, holding the principal
 /// the auth layer found); under stdio there is none, and the caller is a local process of
 /// the same user.
-fn principal(context: &RequestContext<RoleServer>) -> Option<&Principal> {
+pub(crate) fn principal(context: &RequestContext<RoleServer>) -> Option<&Principal> {
     context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<Principal>())
 }
 
@@ -356,10 +355,7 @@ impl ServerHandler for StateServer {
             .and_then(|started| started.take());
         let followed = match started {
             Some(followed) => followed,
-            None => {
-                let caller = principal(context.request_context());
-                subscriptions::follow_all(&self.api, caller, &self.options.profiles, &uris).await?
-            }
+            None => self.follow_listened(context.accepted(), principal(request)).await?,
         };
         let (changed, mut changes) = tokio::sync::mpsc::channel::<String>(64);
         let mut following = tokio::task::JoinSet::new();

@@ -55,7 +55,7 @@ impl Drop for Subscriptions {
 }
 
 /// Most resources one `subscriptions/listen` may follow: each holds a watch open on the store.
-pub(crate) const MAX_LISTENED: usize = 256;
+const MAX_LISTENED: usize = 256;
 
 /// The resources a `subscriptions/listen` request follows, started before rmcp acknowledged
 /// it (see [`crate::service`]) and taken by the handler's `listen`.

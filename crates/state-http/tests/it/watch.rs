@@ -352,3 +352,39 @@ fn next_message(stream: &mut SseStream) -> Value {
         }
     }
 }
+
+/// A listen is refused before anything is acknowledged, and before any watch stays open, when
+/// it names another tenant's keys or its body is over the limit.
+#[test]
+fn a_listen_for_another_tenants_key_or_over_the_body_limit_is_refused_unacknowledged() {
+    let place = Place::new();
+    let server = place.serve_with_auth();
+    let team_a = server.client().with_token(TEAM_A);
+    let listen = |uris: &[&str]| {
+        json!({"jsonrpc": "2.0", "id": 3, "method": "subscriptions/listen", "params": {
+            "notifications": {"resourceSubscriptions": uris},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}},
+        }})
+        .to_string()
+    };
+    let body = listen(&["state://kv/team-a/plan", "state://kv/team-b/secret"]);
+    let refused = expect(&team_a.request("POST", "/mcp", &LISTEN_HEADERS, Some(body.as_bytes())).unwrap(), 200);
+    assert_eq!(refused["id"], 3, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("team-b/secret"), "{refused}");
+    assert!(refused.get("method").is_none() && refused.get("result").is_none(), "{refused}");
+    // Its own keys it may follow.
+    let mut own = team_a
+        .stream_request("POST", "/mcp", &LISTEN_HEADERS, Some(listen(&["state://kv/team-a/plan"]).as_bytes()))
+        .unwrap();
+    assert_eq!(next_message(&mut own)["method"], "notifications/subscriptions/acknowledged");
+
+    let place = Place::new();
+    let server = place.serve(&["--max-body-bytes", "2048"]);
+    let http = server.client();
+    let long: Vec<String> = (0..40).map(|i| format!("state://kv/{}/{i}", "x".repeat(60))).collect();
+    let long: Vec<&str> = long.iter().map(String::as_str).collect();
+    let body = listen(&long);
+    assert!(body.len() > 2048);
+    let response = http.request("POST", "/mcp", &LISTEN_HEADERS, Some(body.as_bytes())).unwrap();
+    assert_eq!(response.status, 413, "{}", response.text());
+}

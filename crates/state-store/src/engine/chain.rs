@@ -40,6 +40,7 @@ pub(super) struct Durable<'b> {
 
 /// Batches answered and not yet published: one transaction, and what readers, watchers and
 /// the sweeper are told once it is published.
+#[derive(Default)]
 pub(super) struct Pending<'a> {
     unpublished: Option<Box<dyn Unpublished + 'a>>,
     /// One per batch, each holding back reads until the publication.
@@ -52,19 +53,8 @@ pub(super) struct Pending<'a> {
 }
 
 impl<'a> Pending<'a> {
-    pub(super) fn new(durable: Durable<'a>, readers_held: Option<ReadsHeld<'a>>) -> Pending<'a> {
-        let Durable { unpublished, revisions, events, soonest_expiry } = durable;
-        Pending {
-            unpublished,
-            readers_held: readers_held.into_iter().collect(),
-            revisions,
-            events,
-            soonest_expiry,
-            batches: 1,
-        }
-    }
-
-    /// Adds a batch staged in this one's transaction (see [`Pending::resume`]).
+    /// Adds a batch: the first, or one staged in this one's transaction (see
+    /// [`Pending::resume`]).
     pub(super) fn extend(&mut self, durable: Durable<'a>, readers_held: Option<ReadsHeld<'a>>) {
         let Durable { unpublished, revisions, events, soonest_expiry } = durable;
         self.unpublished = unpublished;
@@ -74,6 +64,7 @@ impl<'a> Pending<'a> {
             (earlier, later) => later.or(earlier),
         };
         self.events = match (self.events.take(), events) {
+            (_, later) if self.batches == 0 => later,
             (Some(mut earlier), Some(later)) => {
                 earlier.extend(later);
                 Some(earlier)

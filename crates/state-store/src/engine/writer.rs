@@ -382,13 +382,8 @@ pub(super) fn run(
                 }
                 pacing.answered();
                 if let Some(durable) = durable {
-                    let open = match pending.take() {
-                        Some(mut open) => {
-                            open.extend(durable, readers_held);
-                            open
-                        }
-                        None => Pending::new(durable, readers_held),
-                    };
+                    let mut open = pending.take().unwrap_or_default();
+                    open.extend(durable, readers_held);
                     if open.may_grow(&outlets) {
                         pending = Some(open);
                     } else {
