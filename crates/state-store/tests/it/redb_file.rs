@@ -77,10 +77,13 @@ async fn a_write_the_disk_refuses_costs_nothing_acknowledged_and_the_store_recov
     for n in 0..5 {
         engine.set(crate::support::set_req(&format!("k{n}"), json!(n), None)).await.unwrap();
     }
-    // A write is answered once it is durable; redb's commit and the checkpoint come after.
-    // The writer takes the next request only when they are done: once a conflict (which
-    // changes nothing) is answered, the disk may fill without touching the last write's upkeep.
+    // A write is answered once it is durable; redb's commit and the checkpoint come after,
+    // and the writer may stage a request that comes soon in the same transaction first. A read
+    // makes it publish (commit, then checkpoint) before it takes the next request: once a
+    // conflict (which changes nothing) sent after a read is answered, the disk may fill
+    // without touching the last write's upkeep.
     let upkeep_done = || async {
+        engine.get(get("k0")).await.unwrap();
         let conflict = engine.set(crate::support::set_req("k0", json!(0), Some(99))).await.unwrap();
         assert_eq!(conflict.status, state_core::ops::WriteStatus::Conflict, "{conflict:?}");
     };
