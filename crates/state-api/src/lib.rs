@@ -21,6 +21,7 @@ mod options;
 pub mod owner;
 mod pages;
 mod paths;
+mod recover;
 mod remote;
 mod reply;
 mod settle;
@@ -39,6 +40,7 @@ pub use paths::{
     PathError, RUNTIME_DIR_ENV, Rendezvous, database_holder, free_space, holder_note_path, runtime_dir,
     write_ahead_log_path,
 };
+pub use recover::{Recovery, recover_database};
 pub use remote::{DEFAULT_HANG_TIMEOUT, JoinConfig, JoinError, Joined, OwnerLauncher};
 pub use reply::{ApiError, ErrorCode, Outcome, Reply};
 pub use settle::longest_own_wait;

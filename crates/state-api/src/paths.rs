@@ -40,7 +40,7 @@ pub fn runtime_dir(given: Option<&Path>) -> PathBuf {
 /// One database's meeting point.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rendezvous {
-    /// The database file, as an absolute path without symlinks in its directory part.
+    /// The database file, as an absolute path without symbolic links.
     pub db: PathBuf,
     /// The private directory the socket lives in.
     pub dir: PathBuf,
@@ -70,20 +70,10 @@ impl Rendezvous {
     }
 }
 
-/// The database path every process on it agrees on: its directory resolved (created first, so
-/// it can be), its file name kept.
+/// The database path every process on it agrees on: absolute, every symbolic link resolved,
+/// the file's own name included, so a link and its target reach one owner and one log.
 fn canonical_database(db: &Path) -> Result<PathBuf, PathError> {
-    let absolute = if db.is_absolute() {
-        db.to_path_buf()
-    } else {
-        std::env::current_dir().map_err(|source| PathError::DatabaseDir { path: db.to_owned(), source })?.join(db)
-    };
-    let parent = absolute.parent().unwrap_or(Path::new("/"));
-    let name = absolute.file_name().unwrap_or_default();
-    state_store::files::create_private_dir_all(parent)
-        .map_err(|source| PathError::DatabaseDir { path: db.to_owned(), source })?;
-    let parent = parent.canonicalize().map_err(|source| PathError::DatabaseDir { path: db.to_owned(), source })?;
-    Ok(parent.join(name))
+    state_store::files::database_path(db).map_err(|source| PathError::DatabaseDir { path: db.to_owned(), source })
 }
 
 fn default_runtime_dir() -> PathBuf {

@@ -135,6 +135,15 @@ pub enum Command {
     /// Check the database, its owner, the socket directory, versions and the disk, and say
     /// what to fix (exit 1 if something is broken)
     Doctor,
+    /// Open a database whose write-ahead log was refused (missing after a crash, cut short,
+    /// another database's, an older copy), without the writes only that log held. Without
+    /// --accept-lost-writes it only says what would be lost (exit 1)
+    Recover {
+        /// Open it without the writes the log lacks: a log cut short is replayed as far as it
+        /// goes, another database's log or an older copy is moved aside
+        #[arg(long)]
+        accept_lost_writes: bool,
+    },
     /// Write a consistent copy of the store to FILE (a new file) while agents keep writing: a
     /// database of its own, as of one revision (open it with --db FILE, or put it in place of
     /// the store to restore)
@@ -761,6 +770,7 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
         Command::Tui { .. } => bail!("the inspector is interactive: not one call"),
         Command::Backup { .. } => bail!("a backup is not a call of the catalog"),
         Command::Doctor => bail!("doctor runs checks, not one call"),
+        Command::Recover { .. } => bail!("recover opens the database itself, not one call"),
         Command::Lease(lease) => match lease {
             LeaseCommand::Acquire { resource, holder, ttl } => {
                 let request = AcquireRequest {

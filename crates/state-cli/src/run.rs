@@ -49,6 +49,37 @@ fn list_operations(cli: &Cli, profile: Option<&str>) -> Result<u8> {
     Ok(exit::OK)
 }
 
+/// `statectl recover`: the database alone, never through an owner (one holding it is refused).
+fn recover(cli: &Cli, accept_lost_writes: bool) -> Result<u8> {
+    anyhow::ensure!(cli.server.server.is_none(), "recover opens a database file; it cannot run against --server");
+    let db = cli.store.database.database()?;
+    anyhow::ensure!(db.exists(), "there is no database at {}", db.display());
+    match state_api::recover_database(&db, accept_lost_writes) {
+        Ok(state_api::Recovery::NotNeeded) => {
+            outln!("{} opens as it is: nothing to recover", db.display());
+            Ok(exit::OK)
+        }
+        Ok(state_api::Recovery::WouldLose { why, log }) => {
+            outln!("{}: {why}.", db.display());
+            outln!(
+                "If this database's own log is elsewhere, put it at {} and open the database as usual. Otherwise run \
+                 `statectl recover --db {} --accept-lost-writes` to open it with what it holds.",
+                log.display(),
+                db.display()
+            );
+            Ok(exit::FAILURE)
+        }
+        Ok(state_api::Recovery::Recovered { why }) => {
+            outln!("recovered {}: {why}; it now opens with what it held", db.display());
+            Ok(exit::OK)
+        }
+        Err(error) => {
+            eprintln!("statectl: {error}");
+            Ok(exit::FAILURE)
+        }
+    }
+}
+
 /// Runs the command; the exit code, or an error that is the command line's fault.
 pub async fn run(cli: &Cli) -> Result<u8> {
     let TopCommand::Store(command) = &cli.command else {
@@ -56,6 +87,9 @@ pub async fn run(cli: &Cli) -> Result<u8> {
     };
     if let Command::Doctor = command {
         return doctor::doctor(cli, cli.json).await;
+    }
+    if let Command::Recover { accept_lost_writes } = command {
+        return recover(cli, *accept_lost_writes);
     }
     if let Command::Call { operation, .. } = command
         && operation.as_deref().is_none_or(|o| state_api::catalog::Profile::from_name(o).is_some())

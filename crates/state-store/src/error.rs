@@ -53,6 +53,18 @@ pub enum OpenError {
     Incompatible { path: PathBuf, message: String },
     #[error("cannot open database {}: {source}", path.display())]
     Storage { path: PathBuf, source: StorageError },
+    /// The database file itself is not one to open: a symbolic link planted in its place,
+    /// another user's, a second name (hard link) of a database.
+    #[error("refusing database {}: {source}", path.display())]
+    File { path: PathBuf, source: std::io::Error },
+    /// The write-ahead log beside the database may lack writes that were acknowledged.
+    #[error(
+        "refusing to open database {} without writes it may lack: {why}. If this database's own log is elsewhere, put \
+         it at {}; otherwise `statectl recover --db {} --accept-lost-writes` opens the database with \
+         what it has, and the writes only the log held are lost",
+        path.display(), log.display(), path.display()
+    )]
+    LogDistrusted { path: PathBuf, log: PathBuf, why: String },
 }
 
 /// An operation that did not complete. A conflict is not an error: it is a normal result.

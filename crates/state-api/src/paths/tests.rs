@@ -24,6 +24,13 @@ fn one_database_has_one_socket_however_it_is_named() {
     let via_symlink = Rendezvous::for_database(&dir.path().join("link/s.redb"), Some(&runtime)).unwrap();
     assert_eq!(direct, linked);
     assert_eq!(direct, via_symlink);
+    // A link to the database file itself, made before the database is: the link's name and
+    // the file's reach one owner.
+    std::os::unix::fs::symlink(dir.path().join("real/s.redb"), dir.path().join("alias.redb")).unwrap();
+    let via_file_link = Rendezvous::for_database(&dir.path().join("alias.redb"), Some(&runtime)).unwrap();
+    assert_eq!(direct, via_file_link);
+    std::fs::write(dir.path().join("real/s.redb"), b"").unwrap();
+    assert_eq!(direct, Rendezvous::for_database(&dir.path().join("alias.redb"), Some(&runtime)).unwrap());
     let other = Rendezvous::for_database(&dir.path().join("real/t.redb"), Some(&runtime)).unwrap();
     assert_ne!(direct.socket, other.socket);
 }

@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use state_e2e::{HttpServer, McpClient, ProtocolEra};
 
+mod aliases;
 mod transfer;
 mod tui;
 

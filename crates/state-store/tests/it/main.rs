@@ -9,6 +9,7 @@ mod checkpoints;
 mod concurrency;
 mod killed;
 mod knowledge;
+mod log_identity;
 mod model;
 mod power_cut;
 mod redb_file;

@@ -133,7 +133,7 @@ impl RedbBackend {
                 redb::Builder::new().set_cache_size(CACHE_BYTES).create_with_backend(faulty)
             }
         };
-        RedbBackend::open_with(path, "test", Box::new(opener), Some(log))
+        RedbBackend::open_with(path, "test", Box::new(opener), Some(log), super::LogLoss::Refuse)
     }
 
     /// Opens (or creates) a database whose file and log live on `disk` and `log`, which lose
@@ -146,7 +146,7 @@ impl RedbBackend {
         };
         let log = log.clone();
         let open_log: OpenLog = Box::new(move || Ok(Box::new(log.clone()) as Box<dyn LogFile>));
-        RedbBackend::open_with(path, "test", Box::new(opener), Some(open_log))
+        RedbBackend::open_with(path, "test", Box::new(opener), Some(open_log), super::LogLoss::Refuse)
     }
 }
 

@@ -41,15 +41,25 @@ impl Holder {
         let note =
             HolderNote { pid: std::process::id(), program, since: since.to_rfc3339(), role: Some(role.to_owned()) };
         if let Ok(text) = serde_json::to_string(&note) {
-            let tmp = note_path.with_extension("holder.tmp");
+            // A name of this process's alone, made new: a file or link planted under a fixed
+            // name in a shared directory is never written through. The rename replaces
+            // whatever is at the note's name, a link included, never what it points at.
+            let tmp = note_path.with_extension(format!("holder.{}.tmp", std::process::id()));
+            let _ = std::fs::remove_file(&tmp);
             let written = crate::files::private_file()
-                .create(true)
+                .create_new(true)
                 .write(true)
-                .truncate(true)
                 .open(&tmp)
                 .and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()));
-            if written.is_ok() {
-                let _ = std::fs::rename(&tmp, &note_path);
+            match written {
+                Ok(()) => {
+                    if std::fs::rename(&tmp, &note_path).is_err() {
+                        let _ = std::fs::remove_file(&tmp);
+                    }
+                }
+                Err(_) => {
+                    let _ = std::fs::remove_file(&tmp);
+                }
             }
         }
         Holder { note_path }
@@ -57,8 +67,7 @@ impl Holder {
 
     /// Describes the holder of a locked database for an error message, with its role.
     pub(super) fn describe(db_path: &Path) -> (String, Option<String>) {
-        let note = std::fs::read_to_string(note_path(db_path))
-            .ok()
+        let note = read_own_note(&note_path(db_path))
             .and_then(|text| serde_json::from_str::<HolderNote>(&text).ok())
             // A note left by a process that was killed describes nobody: the real holder has
             // the lock but has not written its own note yet.
@@ -76,9 +85,20 @@ impl Holder {
 /// The process the note names as holding the database, and its role, if that process is
 /// alive.
 pub(super) fn recorded(db_path: &Path) -> Option<(u32, Option<String>)> {
-    let text = std::fs::read_to_string(note_path(db_path)).ok()?;
+    let text = read_own_note(&note_path(db_path))?;
     let note = serde_json::from_str::<HolderNote>(&text).ok()?;
     alive(note.pid).then_some((note.pid, note.role))
+}
+
+/// The note's text, if it is a file of this user's: one another user planted (or a link) is
+/// not taken to name anyone.
+fn read_own_note(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || meta.uid() != rustix::process::geteuid().as_raw() {
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
 }
 
 /// Whether a process exists, where the system can tell (Linux's /proc); assumed so elsewhere.

@@ -12,8 +12,10 @@
 //! - `events`     (revision, seq) -> event          the history log
 //! - `key_events` (key, revision, seq) -> version   per-key index into the log (one revision
 //!   can hold several events on one key: an expiry, then the write that replaced it)
-//! - `meta`       name -> u64                        revision, compacted revision, format, and the
-//!   sequence number of the last log record applied (`wal_lsn`)
+//! - `meta`       name -> u64                        revision, compacted revision, format, the
+//!   sequence number of the last log record applied (`wal_lsn`), and the database's identity
+//!   and what it expects of its log (`identity.rs`)
+//! - `names`      name -> text                       the path the database was last opened at
 
 mod backup;
 mod codec;
@@ -21,6 +23,7 @@ mod failpoint;
 #[cfg(feature = "conformance")]
 pub mod faults;
 mod holder;
+mod identity;
 mod logged;
 mod unpublished;
 pub mod wal;
@@ -39,6 +42,7 @@ use state_core::ops::history::KeyFilter;
 use state_core::{Entry, Event, UnixMillis};
 
 use self::holder::Holder;
+use self::identity::{Distrust, Stored};
 use self::logged::Calls;
 use self::unpublished::{HeldLog, Logged};
 use self::wal::{LogError, LogFile, Wal};
@@ -52,6 +56,7 @@ const EXPIRY: TableDefinition<(u64, &str), ()> = TableDefinition::new("expiry");
 const EVENTS: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("events");
 const KEY_EVENTS: TableDefinition<(&str, u64, u32), u64> = TableDefinition::new("key_events");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+const NAMES: TableDefinition<&str, &str> = TableDefinition::new("names");
 
 const META_REVISION: &str = "revision";
 const META_COMPACTED: &str = "compacted_revision";
@@ -104,27 +109,51 @@ impl RedbBackend {
 
     /// Like [`RedbBackend::open`], recording `role` (e.g. "owner") in the note that tells a
     /// process refused by the file lock who holds it and whether it shares the database.
+    ///
+    /// The database is opened under its one name ([`files::database_path`]: symbolic links
+    /// resolved), never through a link planted in its place, only if this user owns it and it
+    /// has no second name. Opening refuses a write-ahead log that may lack acknowledged writes
+    /// (missing after a crash, cut short, another database's, an older copy), saying why and
+    /// what to do; [`RedbBackend::open_accepting_log_loss`] is what to do when nothing better is
+    /// left.
     pub fn open_as(path: &Path, role: &str) -> Result<RedbBackend, OpenError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            files::create_private_dir_all(dir)
-                .map_err(|source| OpenError::CreateDir { path: path.to_owned(), source })?;
-        }
+        RedbBackend::open_file(path, role, LogLoss::Refuse)
+    }
+
+    /// Opens a database whose write-ahead log was refused, without the writes it lacks: a log
+    /// cut short is replayed as far as it goes; one that belongs to another database, or is an
+    /// older copy, is moved aside (`<log>.set-aside-<time>`) and a new one started.
+    pub fn open_accepting_log_loss(path: &Path) -> Result<RedbBackend, OpenError> {
+        RedbBackend::open_file(path, "standalone", LogLoss::Accept)
+    }
+
+    fn open_file(path: &Path, role: &str, loss: LogLoss) -> Result<RedbBackend, OpenError> {
+        let path =
+            files::database_path(path).map_err(|source| OpenError::CreateDir { path: path.to_owned(), source })?;
         // Made here, private, before redb (which would create it with the umask's mode) fills
-        // it in; one left readable by an older version is made private.
-        let created = files::private_file().create(true).append(true).open(path);
-        if created.is_ok() && files::make_private(path).unwrap_or(false) {
-            tracing::warn!(db = %path.display(), "the database was readable by other users; made it private (0600)");
-        }
+        // it in; checked here for the message, and again by every reopen.
+        open_database_file(&path).map_err(|source| OpenError::File { path: path.clone(), source })?;
         let opener = {
-            let path = path.to_owned();
-            move || redb::Builder::new().set_cache_size(CACHE_BYTES).create(&path)
+            let path = path.clone();
+            move || {
+                let file = open_database_file(&path)?;
+                redb::Builder::new()
+                    .set_cache_size(CACHE_BYTES)
+                    .create_with_backend(redb::backends::FileBackend::new(file)?)
+            }
         };
-        RedbBackend::open_with(path, role, Box::new(opener), Some(log_file(path)))
+        RedbBackend::open_with(&path, role, Box::new(opener), Some(log_file(&path)), loss)
     }
 
     /// Opens the database at `path` through `opener` (which tests use to put a fault-injecting
     /// file under it), recording `role` in the holder note.
-    fn open_with(path: &Path, role: &str, opener: Reopen, log: Option<OpenLog>) -> Result<RedbBackend, OpenError> {
+    fn open_with(
+        path: &Path,
+        role: &str,
+        opener: Reopen,
+        log: Option<OpenLog>,
+        loss: LogLoss,
+    ) -> Result<RedbBackend, OpenError> {
         let db = opener().map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => {
                 let (holder, role) = Holder::describe(path);
@@ -155,34 +184,53 @@ impl RedbBackend {
             StorageError::Corrupt(message) => OpenError::Incompatible { path: path.to_owned(), message },
             source => OpenError::Storage { path: path.to_owned(), source },
         })?;
-        let replayed = backend.database().and_then(|db| backend.replay(&db));
-        replayed.map_err(|source| OpenError::Storage { path: path.to_owned(), source })?;
+        let db = backend.database().map_err(|source| OpenError::Storage { path: path.to_owned(), source })?;
+        backend.replay(&db, loss).map_err(|refusal| match refusal {
+            Replay::Storage(source) => OpenError::Storage { path: path.to_owned(), source },
+            Replay::Distrusted { log, why } => OpenError::LogDistrusted { path: path.to_owned(), log, why },
+        })?;
         Ok(backend)
     }
 
     /// Redoes, on `db` as of its last durable commit, every logged batch after it, makes that
-    /// durable and starts the log over. Run at open and after a reopen.
-    fn replay(&self, db: &Database) -> Result<(), StorageError> {
+    /// durable and starts the log over. Run at open and after a reopen. A log that may lack
+    /// acknowledged writes is refused unless `loss` accepts that.
+    fn replay(&self, db: &Database, loss: LogLoss) -> Result<(), Replay> {
         let Some(log) = &self.log else { return Ok(()) };
         let mut slot = log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()))?;
         drop(slot.take());
-        let mut applied = {
-            let txn = db.begin_read().map_err(storage)?;
-            meta_value(&txn.open_table(META).map_err(storage)?, META_WAL_LSN)?
+        let stored = Stored::read(db)?;
+        let store = stored.store.unwrap_or_else(wal::new_store_id);
+        let open_log = || -> Result<(Wal, Vec<wal::Record>), StorageError> {
+            let file = (log.open)().map_err(|e| StorageError::Io(format!("{}: {e}", log.path.display())))?;
+            Wal::open(file, &log.path, stored.applied + 1, store).map_err(|e| log_error(&log.path, e))
         };
-        let file = (log.open)().map_err(|e| StorageError::Io(format!("{}: {e}", log.path.display())))?;
-        let (mut wal, records) = Wal::open(file, &log.path, applied + 1).map_err(|e| log_error(&log.path, e))?;
+        let (mut wal, mut records) = open_log()?;
+        if let Some(distrust) = identity::judge(&stored, wal.found(), wal.tail(), !records.is_empty()) {
+            let why = distrust.describe(&log.path, &stored);
+            if loss == LogLoss::Refuse {
+                return Err(Replay::Distrusted { log: log.path.clone(), why });
+            }
+            tracing::warn!(log = %log.path.display(), "opening without the writes the log lacks: {why}");
+            if matches!(distrust, Distrust::Foreign { .. } | Distrust::Stale { .. }) {
+                drop(wal);
+                let aside = set_aside(&log.path)?;
+                tracing::warn!(log = %log.path.display(), moved_to = %aside.display(), "moved the log aside");
+                (wal, records) = open_log()?;
+            }
+        }
+        let mut applied = stored.applied;
         let durable = applied;
         let replayed = records.iter().filter(|r| r.lsn > durable).count();
         for record in records.iter().filter(|r| r.lsn > durable) {
             if record.lsn != applied + 1 {
-                return Err(StorageError::Corrupt(format!(
+                return Err(Replay::Storage(StorageError::Corrupt(format!(
                     "{}: the database holds writes through log record {applied}, but the log's next record \
                      is {}: the records between are missing. If the database file was restored from a \
                      backup, this log belongs to the store it replaced: move it aside and open again",
                     log.path.display(),
                     record.lsn
-                )));
+                ))));
             }
             self.redo(db, [(record.lsn, record.payload.as_slice())])?;
             applied = record.lsn;
@@ -196,7 +244,13 @@ impl RedbBackend {
                 "the database file is older than its log (restored from a backup?); the log starts over from it"
             );
         }
-        durable_commit(db)?;
+        // From here on the log may hold writes the file lacks: a later open needs this log.
+        let marks = [
+            (identity::META_STORE_ID, store),
+            (identity::META_LOG_EPOCH, wal.next_epoch()),
+            (identity::META_LOG_OPEN, 1),
+        ];
+        durable_commit(db, &marks, self.path.as_deref())?;
         wal.start_over(applied + 1).map_err(|e| log_error(&log.path, e))?;
         if replayed > 0 {
             tracing::info!(log = %log.path.display(), replayed, "replayed the write-ahead log");
@@ -248,7 +302,7 @@ impl RedbBackend {
 
     /// Makes every commit so far durable in `db` itself and starts the log over.
     fn checkpoint(&self, db: &Database, wal: &mut Wal) -> Result<(), StorageError> {
-        durable_commit(db).map_err(|e| self.noted(e))?;
+        durable_commit(db, &[(identity::META_LOG_EPOCH, wal.next_epoch())], None).map_err(|e| self.noted(e))?;
         failpoint::crash_at("checkpoint-durable");
         let path = self.log.as_ref().map(|l| l.path.clone()).unwrap_or_default();
         wal.start_over(wal.next_lsn()).map_err(|e| log_error(&path, e))
@@ -312,7 +366,10 @@ impl RedbBackend {
         match reopen() {
             Ok(db) => {
                 // The reopened file is as of its last durable commit: the log has the rest.
-                self.replay(&db)?;
+                self.replay(&db, LogLoss::Refuse).map_err(|refusal| match refusal {
+                    Replay::Storage(error) => error,
+                    Replay::Distrusted { why, .. } => StorageError::Corrupt(why),
+                })?;
                 *slot = Some(Arc::new(db));
                 self.failed.store(false, Ordering::SeqCst);
                 tracing::warn!("reopened the database after a failed write; it holds everything committed before it");
@@ -377,6 +434,7 @@ impl RedbBackend {
             txn.open_table(EXPIRY).map_err(storage)?;
             txn.open_table(EVENTS).map_err(storage)?;
             txn.open_table(KEY_EVENTS).map_err(storage)?;
+            txn.open_table(NAMES).map_err(storage)?;
             let mut meta = txn.open_table(META).map_err(storage)?;
             let format = meta.get(META_FORMAT).map_err(storage)?.map(|g| g.value());
             match format {
@@ -447,11 +505,64 @@ fn log_file(db: &Path) -> OpenLog {
     })
 }
 
-/// A commit that makes every earlier one durable: redb persists commits made without a sync
-/// of their own with the next one that has it.
-fn durable_commit(db: &Database) -> Result<(), StorageError> {
+/// A commit that makes every earlier one durable (redb persists commits made without a sync
+/// of their own with the next one that has it), recording `marks` in `meta` and the path the
+/// database is open at, if given.
+fn durable_commit(db: &Database, marks: &[(&str, u64)], path: Option<&Path>) -> Result<(), StorageError> {
     let txn = db.begin_write().map_err(storage)?;
+    {
+        let mut meta = txn.open_table(META).map_err(storage)?;
+        for (name, value) in marks {
+            meta.insert(*name, *value).map_err(storage)?;
+        }
+    }
+    if let Some(path) = path.and_then(Path::to_str) {
+        txn.open_table(NAMES).map_err(storage)?.insert(identity::NAME_LAST_PATH, path).map_err(storage)?;
+    }
     txn.commit().map_err(storage)
+}
+
+/// Whether an open may go on without writes its log lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LogLoss {
+    Refuse,
+    Accept,
+}
+
+/// Why a replay did not happen.
+enum Replay {
+    Storage(StorageError),
+    /// The log may lack acknowledged writes (`identity.rs`).
+    Distrusted {
+        log: PathBuf,
+        why: String,
+    },
+}
+
+impl From<StorageError> for Replay {
+    fn from(error: StorageError) -> Replay {
+        Replay::Storage(error)
+    }
+}
+
+/// Opens the database file for redb: see [`RedbBackend::open_as`].
+fn open_database_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let file =
+        files::open_private(path, std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false))?;
+    files::single_name(&file, path)?;
+    Ok(file)
+}
+
+/// Renames a log that is not to be replayed out of the way, keeping it for whoever wants what
+/// it holds. Returns its new name.
+fn set_aside(log: &Path) -> Result<PathBuf, StorageError> {
+    let seconds = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let mut name = log.as_os_str().to_owned();
+    name.push(format!(".set-aside-{seconds}"));
+    let aside = PathBuf::from(name);
+    std::fs::rename(log, &aside)
+        .map_err(|e| StorageError::Io(format!("cannot move {} aside to {}: {e}", log.display(), aside.display())))?;
+    Ok(aside)
 }
 
 fn log_error(path: &Path, error: LogError) -> StorageError {
@@ -462,12 +573,30 @@ fn log_error(path: &Path, error: LogError) -> StorageError {
     }
 }
 
+impl RedbBackend {
+    /// A clean close leaves nothing to replay: everything goes into the database file, which
+    /// records that it no longer needs its log. Not after a failed write: the next open
+    /// replays the log instead.
+    fn close(&self) -> Result<(), StorageError> {
+        let Some(log) = &self.log else { return Ok(()) };
+        if self.failed.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let db = self.database()?;
+        let mut slot = log.wal.lock().map_err(|_| StorageError::Other("the log's lock is poisoned".into()))?;
+        let Some(wal) = slot.as_mut() else { return Ok(()) };
+        let marks = [(identity::META_LOG_OPEN, 0), (identity::META_LOG_EPOCH, wal.next_epoch())];
+        durable_commit(&db, &marks, None)?;
+        // Emptied too, so a backup restored in the database's place finds a log that holds
+        // nobody's writes, and takes it over.
+        wal.start_over(wal.next_lsn()).map_err(|e| log_error(&log.path, e))
+    }
+}
+
 impl Drop for RedbBackend {
-    /// A clean close leaves nothing to replay: everything goes into the database file.
     fn drop(&mut self) {
-        // Not after a failed write: the next open replays the log instead.
-        if let Err(error) = self.checkpoint_if(|wal| !self.failed.load(Ordering::SeqCst) && wal.used() > 0) {
-            tracing::warn!(%error, "could not checkpoint at close; the log is replayed at the next open");
+        if let Err(error) = self.close() {
+            tracing::warn!(%error, "could not close the database cleanly; its log is replayed at the next open");
         }
     }
 }

@@ -6,8 +6,9 @@
 //!
 //! Layout:
 //! - two header slots (offsets 0 and 512), written alternately: magic, format, epoch, a random
-//!   salt, the sequence number (LSN) of the epoch's first record, and a CRC. The valid slot with
-//!   the higher epoch is current, so a header torn mid-write leaves the other one in charge.
+//!   salt, the sequence number (LSN) of the epoch's first record, the identity of the database
+//!   the log belongs to (format 2), and a CRC. The valid slot with the higher epoch is current,
+//!   so a header torn mid-write leaves the other one in charge.
 //! - records from offset 4096, each starting on a 512-byte boundary: payload length (u32), CRC
 //!   (u32) over the salt, the LSN, the length and the payload, the LSN (u64), the payload. The
 //!   salt makes a record of an earlier epoch, or bytes a client wrote that happen to look like
@@ -27,10 +28,13 @@ const DATA_START: u64 = 4096;
 /// Records start on these boundaries, so the search for valid records past damage is cheap.
 const ALIGN: u64 = 512;
 const HEADER_SLOTS: [u64; 2] = [0, 512];
-const HEADER_BYTES: usize = 40;
+/// Format 1 headers (no database identity) are 40 bytes, format 2 ones 48.
+const HEADER_BYTES_V1: usize = 40;
+const HEADER_BYTES: usize = 48;
 const RECORD_HEADER: u64 = 16;
 const MAGIC: &[u8; 8] = b"stateWAL";
-const FORMAT: u32 = 1;
+/// 2: the header names the database it belongs to.
+const FORMAT: u32 = 2;
 /// The file grows in steps of this many zeroed bytes, synced once, so that appends within it
 /// change no file metadata.
 const GROW_BYTES: u64 = 1024 * 1024;
@@ -110,6 +114,27 @@ struct Header {
     epoch: u64,
     salt: u64,
     first_lsn: u64,
+    /// The identity of the database this log belongs to; `None` in a format 1 header, written
+    /// before databases had one.
+    store: Option<u64>,
+}
+
+/// What the header of a log found on disk says about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Found {
+    pub epoch: u64,
+    /// The database it belongs to (`None`: a log older than identities).
+    pub store: Option<u64>,
+}
+
+/// Why the reading of a log's records stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tail {
+    /// At a record never written, or the torn rest of one never acknowledged.
+    Clean,
+    /// At the end of a file shorter than the log ever made it: the file was cut, and records
+    /// acknowledged past the cut are gone.
+    CutShort { len: u64 },
 }
 
 pub(super) struct Wal {
@@ -127,6 +152,12 @@ pub(super) struct Wal {
     /// An append or an erase failed: what is on disk past `end` is unknown, so nothing more is
     /// appended until the log starts over (a checkpoint).
     damaged: bool,
+    /// The database every header written from now on names.
+    store: u64,
+    /// The header that was on disk when the log was opened, if any.
+    found: Option<Found>,
+    /// How the reading at open ended.
+    tail: Tail,
 }
 
 impl fmt::Debug for Wal {
@@ -148,8 +179,15 @@ pub fn log_path(db: &Path) -> PathBuf {
 
 impl Wal {
     /// Opens the log in `file` and reads its records, oldest first. A log that was never
-    /// written (empty, or nothing but zeros) starts at `next_lsn`.
-    pub(super) fn open(file: Box<dyn LogFile>, path: &Path, next_lsn: u64) -> Result<(Wal, Vec<Record>), LogError> {
+    /// written (empty, or nothing but zeros) starts at `next_lsn`, naming the database `store`
+    /// (as every header written from now on does). Whose log it is, and whether it was cut
+    /// short, is for the caller to judge: see [`Wal::found`] and [`Wal::tail`].
+    pub(super) fn open(
+        file: Box<dyn LogFile>,
+        path: &Path,
+        next_lsn: u64,
+        store: u64,
+    ) -> Result<(Wal, Vec<Record>), LogError> {
         let len = file.size()?;
         let slots = HEADER_SLOTS.map(|at| read_header(&*file, at, len));
         let current = match (slots[0], slots[1]) {
@@ -166,23 +204,42 @@ impl Wal {
                     path.display()
                 )));
             }
-            let mut wal = Wal {
+            let wal = Wal {
                 file,
                 path: path.to_owned(),
-                header: Header { epoch: 0, salt: 0, first_lsn: next_lsn },
+                header: Header { epoch: 0, salt: 0, first_lsn: next_lsn, store: Some(store) },
                 slot: 1,
                 end: DATA_START,
                 len,
                 next_lsn,
                 damaged: false,
+                store,
+                found: None,
+                tail: Tail::Clean,
             };
-            wal.start_over(next_lsn)?;
+            // No header yet: it is written by the first start over or append. A log found
+            // missing and refused stays as it was found, never turned into a valid, empty log
+            // that a second try would accept.
             return Ok((wal, Vec::new()));
         };
         let mut records = Vec::new();
         let mut at = DATA_START;
         let mut expected = header.first_lsn;
-        while let Some((record, next)) = read_record(&*file, at, len, &header)? {
+        let mut tail = Tail::Clean;
+        loop {
+            let (record, next) = match read_record(&*file, at, len, &header)? {
+                Read::Record(record, next) => (record, next),
+                Read::Nothing => break,
+                Read::PastEnd => {
+                    // The log only ever grows in whole steps of zeros, so a file that ends
+                    // inside one, where a record should go on, was cut by someone. (A crash
+                    // while growing leaves zeros where the next record goes, not the end.)
+                    if len % GROW_BYTES != 0 {
+                        tail = Tail::CutShort { len };
+                    }
+                    break;
+                }
+            };
             if record.lsn != expected {
                 return Err(LogError::Corrupt(format!(
                     "{}: the record at offset {at} has sequence number {} where {expected} belongs",
@@ -198,7 +255,7 @@ impl Wal {
         // acknowledged records after it.
         let mut probe = at + ALIGN;
         while probe + RECORD_HEADER <= len {
-            if let Some((record, _)) = read_record(&*file, probe, len, &header)?
+            if let Read::Record(record, _) = read_record(&*file, probe, len, &header)?
                 && record.lsn >= expected
             {
                 return Err(LogError::Corrupt(format!(
@@ -210,8 +267,37 @@ impl Wal {
             }
             probe += ALIGN;
         }
-        let wal = Wal { file, path: path.to_owned(), header, slot, end: at, len, next_lsn: expected, damaged: false };
+        let found = Some(Found { epoch: header.epoch, store: header.store });
+        let wal = Wal {
+            file,
+            path: path.to_owned(),
+            header,
+            slot,
+            end: at,
+            len,
+            next_lsn: expected,
+            damaged: false,
+            store,
+            found,
+            tail,
+        };
         Ok((wal, records))
+    }
+
+    /// The header found when the log was opened: `None` for a log that was missing, empty or
+    /// never written.
+    pub(super) fn found(&self) -> Option<Found> {
+        self.found
+    }
+
+    /// How the reading of its records at open ended.
+    pub(super) fn tail(&self) -> Tail {
+        self.tail
+    }
+
+    /// The epoch the next [`Wal::start_over`] writes.
+    pub(super) fn next_epoch(&self) -> u64 {
+        self.header.epoch + 1
     }
 
     /// The sequence number the next record takes.
@@ -230,6 +316,9 @@ impl Wal {
 
     /// Appends the next record and syncs it: once this returns, the batch survives a crash.
     pub(super) fn append(&mut self, payload: &[u8]) -> Result<u64, LogError> {
+        if self.header.epoch == 0 {
+            self.start_over(self.next_lsn)?;
+        }
         if self.damaged {
             return Err(LogError::Io(io::Error::other(
                 "an earlier write to the write-ahead log failed; it starts over at the next checkpoint",
@@ -292,7 +381,8 @@ impl Wal {
     /// the next record takes `next_lsn`. The new header goes in the other slot, so a crash
     /// while it is written leaves the old one in charge (whose records are all applied).
     pub(super) fn start_over(&mut self, next_lsn: u64) -> Result<(), LogError> {
-        let header = Header { epoch: self.header.epoch + 1, salt: random_salt(), first_lsn: next_lsn };
+        let header =
+            Header { epoch: self.header.epoch + 1, salt: random_salt(), first_lsn: next_lsn, store: Some(self.store) };
         let slot = 1 - self.slot;
         self.grow_to(DATA_START)?;
         if super::failpoint::reached("torn-header") {
@@ -337,12 +427,16 @@ fn checksum(header: &Header, lsn: u64, payload: &[u8]) -> u32 {
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(&header.salt.to_le_bytes());
     hasher.update(&header.epoch.to_le_bytes());
+    if let Some(store) = header.store {
+        hasher.update(&store.to_le_bytes());
+    }
     hasher.update(&lsn.to_le_bytes());
     hasher.update(&(payload.len() as u64).to_le_bytes());
     hasher.update(payload);
     hasher.finalize()
 }
 
+/// Always the current format: a log is written in it from its first start over on.
 fn encode_header(header: &Header) -> [u8; HEADER_BYTES] {
     let mut out = [0u8; HEADER_BYTES];
     out[..8].copy_from_slice(MAGIC);
@@ -350,44 +444,65 @@ fn encode_header(header: &Header) -> [u8; HEADER_BYTES] {
     out[12..20].copy_from_slice(&header.epoch.to_le_bytes());
     out[20..28].copy_from_slice(&header.salt.to_le_bytes());
     out[28..36].copy_from_slice(&header.first_lsn.to_le_bytes());
-    let crc = crc32fast::hash(&out[..36]);
-    out[36..40].copy_from_slice(&crc.to_le_bytes());
+    out[36..44].copy_from_slice(&header.store.unwrap_or(0).to_le_bytes());
+    let crc = crc32fast::hash(&out[..44]);
+    out[44..48].copy_from_slice(&crc.to_le_bytes());
     out
 }
 
+/// A header of either format.
 fn read_header(file: &dyn LogFile, at: u64, len: u64) -> Option<Header> {
-    if at + HEADER_BYTES as u64 > len {
+    if at + HEADER_BYTES_V1 as u64 > len {
         return None;
     }
     let mut bytes = [0u8; HEADER_BYTES];
-    file.read_at(at, &mut bytes).ok()?;
+    let readable = (len - at).min(HEADER_BYTES as u64) as usize;
+    file.read_at(at, &mut bytes[..readable]).ok()?;
     let u32_at = |at: usize| bytes.get(at..at + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
     let u64_at = |at: usize| bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
-    if &bytes[..8] != MAGIC || crc32fast::hash(&bytes[..36]) != u32_at(36)? || u32_at(8)? != FORMAT {
+    if &bytes[..8] != MAGIC {
         return None;
     }
-    Some(Header { epoch: u64_at(12)?, salt: u64_at(20)?, first_lsn: u64_at(28)? })
+    let store = match u32_at(8)? {
+        1 if crc32fast::hash(&bytes[..36]) == u32_at(36)? => None,
+        2 if readable == HEADER_BYTES && crc32fast::hash(&bytes[..44]) == u32_at(44)? => Some(u64_at(36)?),
+        _ => return None,
+    };
+    Some(Header { epoch: u64_at(12)?, salt: u64_at(20)?, first_lsn: u64_at(28)?, store })
 }
 
-/// The record at `at` and where the next one starts, if a valid record of this epoch is there.
-fn read_record(file: &dyn LogFile, at: u64, len: u64, header: &Header) -> io::Result<Option<(Record, u64)>> {
+/// What is at an offset of the log.
+enum Read {
+    /// A valid record of this epoch, and where the next one starts.
+    Record(Record, u64),
+    /// No valid record.
+    Nothing,
+    /// The file ends where a record's header, or the payload it announces, would be.
+    PastEnd,
+}
+
+/// The record at `at`, if a valid record of this epoch is there.
+fn read_record(file: &dyn LogFile, at: u64, len: u64, header: &Header) -> io::Result<Read> {
     if at + RECORD_HEADER > len {
-        return Ok(None);
+        return Ok(Read::PastEnd);
     }
     let mut head = [0u8; RECORD_HEADER as usize];
     file.read_at(at, &mut head)?;
     let length = u64::from(u32::from_le_bytes([head[0], head[1], head[2], head[3]]));
     let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
     let lsn = u64::from_le_bytes([head[8], head[9], head[10], head[11], head[12], head[13], head[14], head[15]]);
-    if length == 0 && crc == 0 || length >= MAX_RECORD || at + RECORD_HEADER + length > len {
-        return Ok(None);
+    if length == 0 && crc == 0 || length >= MAX_RECORD {
+        return Ok(Read::Nothing);
+    }
+    if at + RECORD_HEADER + length > len {
+        return Ok(Read::PastEnd);
     }
     let mut payload = vec![0u8; length as usize];
     file.read_at(at + RECORD_HEADER, &mut payload)?;
     if checksum(header, lsn, &payload) != crc {
-        return Ok(None);
+        return Ok(Read::Nothing);
     }
-    Ok(Some((Record { lsn, payload }, at + aligned(RECORD_HEADER + length))))
+    Ok(Read::Record(Record { lsn, payload }, at + aligned(RECORD_HEADER + length)))
 }
 
 fn all_zero(file: &dyn LogFile, from: u64, to: u64) -> io::Result<bool> {
@@ -402,6 +517,11 @@ fn all_zero(file: &dyn LogFile, from: u64, to: u64) -> io::Result<bool> {
         at += n as u64;
     }
     Ok(true)
+}
+
+/// A new database's identity: random, and never 0 (which a header without one would read as).
+pub(super) fn new_store_id() -> u64 {
+    random_salt().max(1)
 }
 
 /// A salt no client can guess: the operating system's randomness, or failing that the

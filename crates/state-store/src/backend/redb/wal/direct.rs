@@ -46,10 +46,20 @@ pub(in crate::backend::redb) struct DirectLog {
 }
 
 impl DirectLog {
-    /// Opens (creating it private) the log at `path`.
+    /// Opens (creating it private) the log at `path`: never through a symbolic link, and only
+    /// a file of this user's.
     pub(in crate::backend::redb) fn open(path: &Path) -> io::Result<DirectLog> {
-        let buffered = files::private_file().read(true).write(true).create(true).truncate(false).open(path)?;
+        let buffered =
+            files::open_private(path, std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false))?;
         let direct = open_direct(path)?;
+        if let Some(direct) = &direct {
+            // Opened by name a second time: it must be the same file, not one swapped in between.
+            use std::os::unix::fs::MetadataExt;
+            let (a, b) = (buffered.metadata()?, direct.metadata()?);
+            if (a.dev(), a.ino()) != (b.dev(), b.ino()) {
+                return Err(io::Error::other(format!("{} was replaced while it was being opened", path.display())));
+            }
+        }
         Ok(DirectLog {
             buffered,
             direct,

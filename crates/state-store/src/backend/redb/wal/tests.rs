@@ -44,8 +44,11 @@ impl LogFile for Bytes {
 }
 
 fn open(file: &Bytes) -> Result<(Wal, Vec<Record>), LogError> {
-    Wal::open(Box::new(file.clone()), Path::new("test.wal"), 1)
+    Wal::open(Box::new(file.clone()), Path::new("test.wal"), 1, STORE)
 }
+
+/// The identity of the database the logs in these tests belong to.
+const STORE: u64 = 0x5eed;
 
 fn payload(i: u64) -> Vec<u8> {
     format!("batch {i} {}", "x".repeat((i as usize * 37) % 700)).into_bytes()
@@ -181,8 +184,9 @@ fn client_bytes_shaped_like_a_record_are_not_taken_for_one() {
     // damage.
     let file = Bytes::default();
     let (mut wal, _) = open(&file).unwrap();
+    wal.start_over(1).unwrap();
     let epoch = wal.header.epoch + 1;
-    let forged_header = Header { epoch, salt: 0, first_lsn: 2 };
+    let forged_header = Header { epoch, salt: 0, first_lsn: 2, store: Some(STORE) };
     let forged_payload = b"put \x01admin-token".to_vec();
     let mut forged = Vec::new();
     forged.extend_from_slice(&(forged_payload.len() as u32).to_le_bytes());
@@ -232,22 +236,80 @@ fn a_log_without_direct_io_reads_back_whole_too() {
 /// whether that file wrote its records directly.
 fn round_trip_on_disk(path: &Path, open_file: impl Fn() -> direct::DirectLog) -> bool {
     let boxed = || Box::new(open_file()) as Box<dyn LogFile>;
-    let (mut wal, records) = Wal::open(boxed(), path, 1).unwrap();
+    let (mut wal, records) = Wal::open(boxed(), path, 1, STORE).unwrap();
     assert!(records.is_empty());
     for i in 1..=300 {
         assert_eq!(wal.append(&payload(i)).unwrap(), i);
     }
-    let (mut wal, records) = Wal::open(boxed(), path, 1).unwrap();
+    let (mut wal, records) = Wal::open(boxed(), path, 1, STORE).unwrap();
     assert_eq!(records.len(), 300);
     assert!(records.iter().all(|r| r.payload == payload(r.lsn)), "every record byte for byte");
 
     wal.start_over(301).unwrap();
     wal.append(b"kept").unwrap();
     wal.append(b"after").unwrap();
-    let (_, records) = Wal::open(boxed(), path, 1).unwrap();
+    let (_, records) = Wal::open(boxed(), path, 1, STORE).unwrap();
     assert_eq!(
         records,
         vec![Record { lsn: 301, payload: b"kept".to_vec() }, Record { lsn: 302, payload: b"after".to_vec() }]
     );
     open_file().is_direct()
+}
+
+#[test]
+fn a_header_names_its_database_and_a_log_from_before_identities_still_reads() {
+    let file = Bytes::default();
+    let (mut wal, _) = open(&file).unwrap();
+    wal.append(b"one").unwrap();
+    let (wal, records) = open(&file).unwrap();
+    assert_eq!(wal.found(), Some(Found { epoch: 1, store: Some(STORE) }));
+    assert_eq!(records.len(), 1);
+
+    // A format 1 header (40 bytes, no identity) and a record checksummed as format 1 did.
+    let old = Header { epoch: 7, salt: 99, first_lsn: 5, store: None };
+    let mut header = [0u8; HEADER_BYTES_V1];
+    header[..8].copy_from_slice(MAGIC);
+    header[8..12].copy_from_slice(&1u32.to_le_bytes());
+    header[12..20].copy_from_slice(&old.epoch.to_le_bytes());
+    header[20..28].copy_from_slice(&old.salt.to_le_bytes());
+    header[28..36].copy_from_slice(&old.first_lsn.to_le_bytes());
+    let crc = crc32fast::hash(&header[..36]);
+    header[36..40].copy_from_slice(&crc.to_le_bytes());
+    let mut bytes = vec![0u8; GROW_BYTES as usize];
+    bytes[..HEADER_BYTES_V1].copy_from_slice(&header);
+    let payload = b"from an older version";
+    let mut record = Vec::new();
+    record.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    record.extend_from_slice(&checksum(&old, 5, payload).to_le_bytes());
+    record.extend_from_slice(&5u64.to_le_bytes());
+    record.extend_from_slice(payload);
+    bytes[DATA_START as usize..DATA_START as usize + record.len()].copy_from_slice(&record);
+    let (wal, records) = open(&Bytes::with(bytes)).unwrap();
+    assert_eq!(wal.found(), Some(Found { epoch: 7, store: None }));
+    assert_eq!(records, vec![Record { lsn: 5, payload: payload.to_vec() }]);
+    assert_eq!(wal.tail(), Tail::Clean);
+}
+
+#[test]
+fn a_file_cut_inside_its_records_is_told_from_a_torn_append() {
+    let file = Bytes::default();
+    let (mut wal, _) = open(&file).unwrap();
+    let mut starts = Vec::new();
+    for i in 1..=6 {
+        starts.push(wal.end);
+        wal.append(&payload(i)).unwrap();
+    }
+    let full = file.snapshot();
+    assert_eq!(full.len() as u64 % GROW_BYTES, 0, "the log grows in whole steps");
+    assert_eq!(open(&file).unwrap().0.tail(), Tail::Clean);
+    // Cut inside record 4, and exactly at its start: records 4 to 6 are gone with the cut.
+    for cut in [starts[3] as usize + 20, starts[3] as usize] {
+        let (wal, records) = open(&Bytes::with(full[..cut].to_vec())).unwrap();
+        assert_eq!(records.len(), 3);
+        assert_eq!(wal.tail(), Tail::CutShort { len: cut as u64 }, "cut at {cut}");
+    }
+    // A crash while the file grew leaves zeros where the next record goes: not a cut.
+    let mut grown = full.clone();
+    grown.extend_from_slice(&[0u8; 64 * 1024]);
+    assert_eq!(open(&Bytes::with(grown)).unwrap().0.tail(), Tail::Clean);
 }
