@@ -919,7 +919,7 @@ static SPECS: [OperationSpec; 95] = [
         needs: |r| vec![Need::Id(r.scope.clone(), Write)],
         rest: rest(Post, "/v1/paths:reserve", RestBody::Args, Plain),
         cli: Cli::Command("paths reserve"),
-        "Reserve paths or globs in a scope (a repository) for ttl_seconds, exclusive by default. Refused, reserving nothing, when another holder's reservation overlaps where either is exclusive; the answer names each one in the way."
+        "Reserve paths or globs in a scope (a repository) for ttl_seconds, exclusive by default. Refused, reserving nothing, if another holder's overlaps where either is exclusive (up to 10 named), or past 500 live per scope, 50 per holder."
     ),
     native!(
         PathsRenew,
@@ -971,7 +971,7 @@ static SPECS: [OperationSpec; 95] = [
         needs: |r| vec![Need::Id(r.scope.clone(), Read)],
         rest: rest(Get, "/v1/paths/check", RestBody::None, Plain),
         cli: Cli::Command("paths check"),
-        "Whether holder_id may write a path now: not while another holder's exclusive reservation covers it (named in `blocking`)."
+        "Whether holder_id may write a path now: not while another holder's exclusive reservation covers it (up to 20 named in `blocking`)."
     ),
     native!(
         PathsScopes,

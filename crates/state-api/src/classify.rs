@@ -225,7 +225,8 @@ impl Classify for ReserveResult {
     fn outcome(&self) -> Outcome {
         match self.status {
             ReserveStatus::Granted => Outcome::Ok,
-            ReserveStatus::Conflict => Outcome::Conflict,
+            // Refused by what is stored, like a conflict: nothing reserved, retry after a change.
+            ReserveStatus::Conflict | ReserveStatus::LimitReached => Outcome::Conflict,
         }
     }
 }

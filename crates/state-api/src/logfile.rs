@@ -33,9 +33,9 @@ struct State {
 
 impl CappedLog {
     pub fn open(path: &Path, cap: u64) -> io::Result<CappedLog> {
-        // An owner's log names keys and clients: private, like the database beside it.
-        let file = state_store::files::private_file().create(true).append(true).open(path)?;
-        let _ = state_store::files::make_private(path);
+        // An owner's log names keys and clients: private, like the database beside it, and
+        // never written through a link or into another user's file planted in its place.
+        let file = state_store::files::open_private(path, std::fs::OpenOptions::new().create(true).append(true))?;
         let size = file.metadata()?.len();
         Ok(CappedLog { state: Arc::new(Mutex::new(State { path: path.to_owned(), file, size, cap: cap.max(1024) })) })
     }
@@ -46,7 +46,9 @@ impl State {
         let mut old = self.path.as_os_str().to_owned();
         old.push(".1");
         std::fs::rename(&self.path, &old)?;
-        self.file = state_store::files::private_file().create(true).write(true).truncate(true).open(&self.path)?;
+        // Made new: whatever appeared under the name since is not written through.
+        let _ = std::fs::remove_file(&self.path);
+        self.file = state_store::files::private_file().create_new(true).write(true).open(&self.path)?;
         self.size = 0;
         Ok(())
     }

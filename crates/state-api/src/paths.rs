@@ -23,7 +23,7 @@ pub fn write_ahead_log_path(db: &Path) -> PathBuf {
 /// The live process recorded as holding the database, with its role (`owner`, `standalone`,
 /// ...), if there is one.
 pub fn database_holder(db: &Path) -> Option<(u32, Option<String>)> {
-    state_store::RedbBackend::holder(db)
+    state_store::RedbBackend::holder(db).map(|holder| (holder.pid, holder.role))
 }
 
 /// Bytes free on the disk holding `dir`.

@@ -14,8 +14,9 @@ use crate::entry::{Action, Entry, live};
 use crate::glob::Glob;
 use crate::keyspace;
 use crate::ops::reservation::{
-    PathCheckResult, ReservationConflict, ReservationInfo, ReservationListResult, ReservationResult, ReservationStatus,
-    ReserveResult, ReserveStatus, ScopeListResult, ScopeReservations,
+    MAX_CONFLICTS_LISTED, MAX_COVERING_LISTED, MAX_PAIRS_LISTED, MAX_RESERVATIONS_PER_HOLDER,
+    MAX_RESERVATIONS_PER_SCOPE, PathCheckResult, ReservationConflict, ReservationInfo, ReservationListResult,
+    ReservationResult, ReservationStatus, ReserveResult, ReserveStatus, ScopeListResult, ScopeReservations,
 };
 use crate::plan::{Changes, Plan, Record, WriteContext};
 use crate::time::UnixMillis;
@@ -96,45 +97,74 @@ fn live_under<V: StateView + ?Sized>(
 pub const OVERLAP_STEPS_PER_REQUEST: usize = 1_000_000;
 
 /// The pairs of (wanted, theirs) patterns some path matches both of (or that could not be
-/// told apart within what is left of `budget`).
-fn overlapping(wanted: &Wanted<'_>, theirs: &ReservationRecord, budget: &mut usize) -> Vec<[String; 2]> {
+/// told apart within what is left of `budget`): the first [`MAX_PAIRS_LISTED`], and how many
+/// in all.
+fn overlapping(wanted: &Wanted<'_>, theirs: &ReservationRecord, budget: &mut usize) -> (Vec<[String; 2]>, usize) {
     let their_globs = theirs.globs();
-    let mut pairs = Vec::new();
+    let (mut pairs, mut total) = (Vec::new(), 0);
     for (mine, glob) in wanted.patterns.iter().zip(wanted.globs) {
         for (other, other_glob) in &their_globs {
             if glob.overlaps_within(other_glob, budget) {
-                pairs.push([mine.clone(), other.clone()]);
+                total += 1;
+                if pairs.len() < MAX_PAIRS_LISTED {
+                    pairs.push([mine.clone(), other.clone()]);
+                }
             }
         }
     }
-    pairs
+    (pairs, total)
 }
 
-/// Grants the reservation unless another holder's overlaps it where either is exclusive.
+/// Grants the reservation unless another holder's overlaps it where either is exclusive, or the
+/// scope or the holder has reached its ceiling. The work is bounded whatever is stored: at
+/// most [`MAX_RESERVATIONS_PER_SCOPE`] reservations are read, overlap checking stops at
+/// [`OVERLAP_STEPS_PER_REQUEST`] steps, and a refusal names at most [`MAX_CONFLICTS_LISTED`].
 pub fn plan_reserve<V: StateView + ?Sized>(
     view: &V,
     wanted: &Wanted<'_>,
     ctx: &WriteContext,
 ) -> Result<Plan<ReserveResult>, V::Error> {
-    let mut conflicts = Vec::new();
-    let mut budget = OVERLAP_STEPS_PER_REQUEST;
-    for (entry, theirs) in live_under(view, &keyspace::reservation_prefix(wanted.scope), ctx.now)? {
-        if theirs.holder == wanted.holder_id || !(theirs.exclusive || wanted.exclusive) {
-            continue;
-        }
-        let overlapping = overlapping(wanted, &theirs, &mut budget);
-        if !overlapping.is_empty() {
-            conflicts.push(ReservationConflict { reservation: theirs.info(&entry), overlapping });
-        }
-    }
-    if !conflicts.is_empty() {
-        return Ok(Plan::unchanged(ReserveResult {
-            status: ReserveStatus::Conflict,
+    let refused = |status, conflicts, more_conflicts, limit: Option<String>| {
+        Plan::unchanged(ReserveResult {
+            status,
             scope: wanted.scope.to_owned(),
             reservation: None,
             conflicts,
+            more_conflicts,
+            limit,
             revision: ctx.revision,
-        }));
+        })
+    };
+    let live = live_under(view, &keyspace::reservation_prefix(wanted.scope), ctx.now)?;
+    if live.len() >= MAX_RESERVATIONS_PER_SCOPE {
+        let limit = format!("the scope holds {} live reservations, its most", live.len());
+        return Ok(refused(ReserveStatus::LimitReached, Vec::new(), false, Some(limit)));
+    }
+    let mine = live.iter().filter(|(_, r)| r.holder == wanted.holder_id).count();
+    if mine >= MAX_RESERVATIONS_PER_HOLDER {
+        let limit = format!("you hold {mine} live reservations in this scope, the most one holder may");
+        return Ok(refused(ReserveStatus::LimitReached, Vec::new(), false, Some(limit)));
+    }
+    let mut conflicts = Vec::new();
+    let mut more_conflicts = false;
+    let mut budget = OVERLAP_STEPS_PER_REQUEST;
+    for (entry, theirs) in &live {
+        if theirs.holder == wanted.holder_id || !(theirs.exclusive || wanted.exclusive) {
+            continue;
+        }
+        let (overlapping, overlapping_total) = overlapping(wanted, theirs, &mut budget);
+        if overlapping_total == 0 {
+            continue;
+        }
+        if conflicts.len() == MAX_CONFLICTS_LISTED {
+            // Enough to refuse and to say why; the rest are not worth the writer's time.
+            more_conflicts = true;
+            break;
+        }
+        conflicts.push(ReservationConflict { reservation: theirs.info(entry), overlapping, overlapping_total });
+    }
+    if !conflicts.is_empty() {
+        return Ok(refused(ReserveStatus::Conflict, conflicts, more_conflicts, None));
     }
     let record = ReservationRecord {
         holder: wanted.holder_id.to_owned(),
@@ -160,6 +190,8 @@ pub fn plan_reserve<V: StateView + ?Sized>(
         scope: wanted.scope.to_owned(),
         reservation: Some(record.info(&entry)),
         conflicts: Vec::new(),
+        more_conflicts: false,
+        limit: None,
         revision,
     }))
 }
@@ -291,18 +323,25 @@ pub fn check<V: StateView + ?Sized>(
     now: UnixMillis,
     revision: u64,
 ) -> Result<PathCheckResult, V::Error> {
-    let (mut blocking, mut yours) = (Vec::new(), Vec::new());
+    let (mut blocking, mut yours, mut truncated) = (Vec::new(), Vec::new(), false);
     for (entry, record) in live_under(view, &keyspace::reservation_prefix(scope), now)? {
         if !record.globs().iter().any(|(_, glob)| glob.matches(path)) {
             continue;
         }
-        if record.holder == holder_id {
-            yours.push(record.info(&entry));
+        let list = if record.holder == holder_id {
+            &mut yours
         } else if record.exclusive {
-            blocking.push(record.info(&entry));
+            &mut blocking
+        } else {
+            continue;
+        };
+        if list.len() < MAX_COVERING_LISTED {
+            list.push(record.info(&entry));
+        } else {
+            truncated = true;
         }
     }
-    Ok(PathCheckResult { allowed: blocking.is_empty(), path: path.to_owned(), blocking, yours, revision })
+    Ok(PathCheckResult { allowed: blocking.is_empty(), path: path.to_owned(), blocking, yours, truncated, revision })
 }
 
 #[cfg(test)]

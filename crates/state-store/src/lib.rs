@@ -13,6 +13,7 @@ pub mod conformance;
 mod engine;
 mod error;
 pub mod files;
+pub mod process;
 
 pub use backend::redb::RedbBackend;
 pub use backend::{Backend, Backup, WriterExclusion};

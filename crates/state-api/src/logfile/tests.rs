@@ -17,3 +17,15 @@ fn the_log_rotates_at_its_cap() {
     assert_eq!((current + previous) % 100, 0, "lines are never split across files");
     assert_eq!(owner_log_path(Path::new("/x/s.redb")), Path::new("/x/s.redb.owner.log"));
 }
+
+#[test]
+fn a_link_planted_in_the_logs_place_is_not_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb.owner.log");
+    let target = dir.path().join("someone-elses");
+    std::fs::write(&target, b"theirs").unwrap();
+    std::os::unix::fs::symlink(&target, &path).unwrap();
+    let error = CappedLog::open(&path, 1024).err().expect("a link is refused");
+    assert!(error.to_string().contains("symbolic link"), "{error}");
+    assert_eq!(std::fs::read(&target).unwrap(), b"theirs");
+}

@@ -3,12 +3,13 @@
 //! out its deadline and fail, forever.
 //!
 //! A joiner that has heard nothing from its owner for a while, with calls outstanding, asks
-//! it whether its writer still commits; one that gets no answer to that either ends it, then
+//! it whether its writer still moves; one that gets no answer to that either ends it, then
 //! rejoins (starting a new owner) and resends its calls under their idempotency keys. Ending
-//! is done safely: only a process of this user, which the database's holder note names, and
-//! whose socket this joiner is still connected to; through a pidfd, so a process that reused
-//! the pid is never hit; first SIGTERM (with SIGCONT, so a stopped one hears it) to let it
-//! commit what it queued, SIGKILL only if it does not exit.
+//! is done safely: only the process the database's holder note names as its owner, by pid and
+//! start time, which is the process listening; through a pidfd opened before the start time
+//! is checked again, so a process that reused the pid is never hit; first SIGTERM (with
+//! SIGCONT, so a stopped one hears it) to let it commit what it queued, SIGKILL only if it does
+//! not exit. Without such a note nothing is signalled: the joiner says so and leaves it.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
@@ -37,24 +38,43 @@ pub(super) enum Ended {
 
 /// Ends the owner `pid` of `db`, to which `socket` is a connection it does not answer on.
 pub(super) async fn end_hung_owner(db: &Path, pid: u32, socket: BorrowedFd<'_>) -> Result<Ended, String> {
-    match RedbBackend::holder(db) {
-        Some((holder, _)) if holder != pid => {
+    let holder = match RedbBackend::holder(db) {
+        Some(holder) if holder.pid != pid => {
             return Err(format!(
-                "the process listening (pid {pid}) is not the one the database's holder note names (pid {holder}); \
-                 left alone"
+                "the process listening (pid {pid}) is not the one the database's holder note names (pid {}); \
+                 left alone",
+                holder.pid
             ));
         }
-        Some((_, Some(role))) if role != "owner" => {
+        Some(holder) if holder.role.as_deref() != Some("owner") => {
+            let role = holder.role.as_deref().unwrap_or("an unknown role");
             return Err(format!("pid {pid} holds the database as `{role}`, not as its owner; left alone"));
         }
-        _ => {}
-    }
+        Some(holder) if holder.started.is_none() => {
+            return Err(format!(
+                "the database's holder note names pid {pid} but not when it started, so a process that reused the \
+                 pid cannot be told from it; left alone (stop it yourself if it is the owner)"
+            ));
+        }
+        Some(holder) => holder,
+        None => {
+            return Err(format!(
+                "no live holder note names the process listening (pid {pid}), so it cannot be told from a process \
+                 that reused its pid; left alone (stop it yourself if it is the owner)"
+            ));
+        }
+    };
     let raw = i32::try_from(pid).ok().and_then(Pid::from_raw).ok_or_else(|| format!("{pid} is not a process id"))?;
     let pidfd = match pidfd_open(raw, PidfdFlags::empty()) {
         Ok(pidfd) => pidfd,
         Err(rustix::io::Errno::SRCH) => return Ok(Ended::AlreadyGone),
         Err(error) => return Err(format!("cannot open pid {pid}: {error}")),
     };
+    // The pidfd holds whichever process had the pid when it was opened. If that process still
+    // started when the note says, it is the holder, and stays the pidfd's process to the end.
+    if !holder.is_running() {
+        return Ok(Ended::AlreadyGone);
+    }
     // The pid was read from this connection. Had its process died since, the kernel would have
     // closed its end before the pid could be reused: a connection still open means the pidfd
     // is the owner's.

@@ -11,6 +11,17 @@ use crate::time::ttl_millis;
 
 /// Most patterns in one reservation.
 pub const MAX_PATTERNS: usize = 32;
+/// Most live reservations in one scope: what one request is checked against, in the writer,
+/// grows with them, so a scope has a ceiling like a semaphore's capacity.
+pub const MAX_RESERVATIONS_PER_SCOPE: usize = 500;
+/// Most live reservations one holder keeps in one scope.
+pub const MAX_RESERVATIONS_PER_HOLDER: usize = 50;
+/// Most reservations a refusal names (`more_conflicts` says when others are in the way too).
+pub const MAX_CONFLICTS_LISTED: usize = 10;
+/// Most pattern pairs named per reservation in the way (`overlapping_total` counts them all).
+pub const MAX_PAIRS_LISTED: usize = 10;
+/// Most reservations a path check names in `blocking` and in `yours`, each.
+pub const MAX_COVERING_LISTED: usize = 20;
 
 /// Reserve path patterns in a scope.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -76,6 +87,9 @@ pub enum ReserveStatus {
     Granted,
     /// Another holder's reservation overlaps; `conflicts` says whose, and nothing was reserved.
     Conflict,
+    /// The scope holds the most live reservations it may (500), or you hold the most you may
+    /// in it (50); `limit` says which. Release some, or let them expire.
+    LimitReached,
 }
 
 /// A live reservation.
@@ -97,8 +111,11 @@ pub struct ReservationInfo {
 pub struct ReservationConflict {
     #[serde(flatten)]
     pub reservation: ReservationInfo,
-    /// Pairs of [your pattern, its pattern] that some path matches both of.
+    /// Pairs of [your pattern, its pattern] that some path matches both of (the first 10).
     pub overlapping: Vec<[String; 2]>,
+    /// How many pairs overlap in all.
+    #[serde(default)]
+    pub overlapping_total: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -108,9 +125,15 @@ pub struct ReserveResult {
     /// The new reservation (granted only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservation: Option<ReservationInfo>,
-    /// What stands in the way (conflict only).
+    /// What stands in the way (conflict only): the first 10 reservations found.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conflicts: Vec<ReservationConflict>,
+    /// Other reservations may be in the way too, past those listed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub more_conflicts: bool,
+    /// Which ceiling was reached (limit_reached only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<String>,
     pub revision: u64,
 }
 
@@ -228,10 +251,13 @@ pub struct PathCheckResult {
     /// False when another holder's exclusive reservation covers the path.
     pub allowed: bool,
     pub path: String,
-    /// Other holders' exclusive reservations covering the path.
+    /// Other holders' exclusive reservations covering the path (the first 20).
     pub blocking: Vec<ReservationInfo>,
-    /// Your reservations covering the path.
+    /// Your reservations covering the path (the first 20).
     pub yours: Vec<ReservationInfo>,
+    /// More reservations cover the path than are listed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     pub revision: u64,
 }
 

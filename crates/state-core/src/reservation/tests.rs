@@ -162,3 +162,67 @@ fn random_histories_never_grant_two_conflicting_reservations() {
         }
     }
 }
+
+/// The attacker's request (issue 30): many shared reservations of 32 long `**` patterns, then
+/// one exclusive request of 32 more that overlaps them all. The answer used to name every
+/// reservation with every pair (541 MB for 1,000); it is now bounded whatever is stored.
+#[test]
+fn a_refusal_against_many_wide_reservations_is_bounded_in_size() {
+    let mut sim = Sim::new();
+    let long = |holder: usize, i: usize| format!("{}/**/{holder}-{i}-{}", "d".repeat(100), "x".repeat(100));
+    for holder in 0..200 {
+        let patterns: Vec<String> = (0..32).map(|i| long(holder, i)).collect();
+        let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
+        assert_eq!(reserve(&mut sim, &format!("h{holder}"), &refs, false).status, ReserveStatus::Granted);
+    }
+    let wide: Vec<String> = (0..32).map(|i| format!("{}/**/*{i}*", "d".repeat(100))).collect();
+    let refs: Vec<&str> = wide.iter().map(String::as_str).collect();
+    let refused = reserve(&mut sim, "attacker", &refs, true);
+    assert_eq!(refused.status, ReserveStatus::Conflict);
+    assert_eq!(refused.conflicts.len(), MAX_CONFLICTS_LISTED);
+    assert!(refused.more_conflicts, "it says others are in the way too");
+    for conflict in &refused.conflicts {
+        assert!(conflict.overlapping.len() <= MAX_PAIRS_LISTED);
+        assert!(conflict.overlapping_total >= conflict.overlapping.len());
+    }
+    let bytes = serde_json::to_vec(&refused).unwrap().len();
+    assert!(bytes < 200 * 1024, "the refusal is {bytes} bytes");
+}
+
+#[test]
+fn a_scope_and_a_holder_have_ceilings() {
+    let mut sim = Sim::new();
+    for i in 0..MAX_RESERVATIONS_PER_HOLDER {
+        assert_eq!(reserve(&mut sim, "a", &[&format!("f{i}")], true).status, ReserveStatus::Granted);
+    }
+    let refused = reserve(&mut sim, "a", &["one-more"], true);
+    assert_eq!(refused.status, ReserveStatus::LimitReached);
+    assert!(refused.limit.as_deref().is_some_and(|l| l.contains("you hold 50 ")), "{:?}", refused.limit);
+    for holder in 1..MAX_RESERVATIONS_PER_SCOPE / MAX_RESERVATIONS_PER_HOLDER {
+        for i in 0..MAX_RESERVATIONS_PER_HOLDER {
+            reserve(&mut sim, &format!("h{holder}"), &[&format!("g{holder}/{i}")], true);
+        }
+    }
+    let refused = reserve(&mut sim, "newcomer", &["free"], true);
+    assert_eq!(refused.status, ReserveStatus::LimitReached);
+    assert!(refused.limit.as_deref().is_some_and(|l| l.contains("the scope holds 500 ")), "{:?}", refused.limit);
+    // Released ones make room again.
+    assert_eq!(sim.run(|v, ctx| plan_release(v, "repo", "a", None, ctx)).status, ReservationStatus::Ok);
+    assert_eq!(reserve(&mut sim, "newcomer", &["free"], true).status, ReserveStatus::Granted);
+}
+
+#[test]
+fn a_path_check_names_at_most_twenty_of_each() {
+    let mut sim = Sim::new();
+    for holder in 0..30 {
+        reserve(&mut sim, &format!("h{holder}"), &["src/**"], false);
+    }
+    for i in 0..30 {
+        reserve(&mut sim, "me", &[&format!("src/*{i}*")], false);
+        reserve(&mut sim, "me", &["src/**"], false);
+    }
+    let checked = check_path(&sim, "me", "src/a.rs");
+    assert!(checked.allowed, "shared reservations block nobody");
+    assert_eq!(checked.yours.len(), MAX_COVERING_LISTED);
+    assert!(checked.truncated);
+}

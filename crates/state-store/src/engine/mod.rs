@@ -116,6 +116,8 @@ pub const DEFAULT_WATCH_BUFFER_BYTES: usize = 64 * 1024 * 1024;
 
 /// Batch reads of up to this many keys count as point reads.
 const POINT_READ_KEYS: usize = 16;
+/// How often a ping waiting behind a queue looks whether the writer moved.
+const PING_PROGRESS_POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReadCost {
@@ -589,17 +591,30 @@ impl Engine {
         }
     }
 
-    /// Returns once the writer has taken a turn: proof that this engine commits, not merely
-    /// that its process accepts connections (a stuck disk stops the writer, not the sockets).
+    /// Returns once the writer has shown it moves: it took this ping's turn, or applied
+    /// another command since the ping came. Proof that this engine commits, not merely that
+    /// its process accepts connections (a stuck disk stops the writer, not the sockets); a
+    /// writer busy with a long queue answers as soon as it finishes the command at hand.
     pub async fn ping(&self) -> Result<(), EngineError> {
-        self.write(|reply| {
+        let before = self.inner.stats.applied();
+        let turn = self.write(|reply| {
             Raw::boxed(
                 |_: &mut dyn WriteTxn, _: &WriteContext| Ok(((), Applied::default())),
                 self.idempotency(None),
                 reply,
             )
-        })
-        .await
+        });
+        tokio::pin!(turn);
+        loop {
+            tokio::select! {
+                taken = &mut turn => return taken,
+                () = tokio::time::sleep(PING_PROGRESS_POLL) => {
+                    if self.inner.stats.applied() != before {
+                        return Ok(());
+                    }
+                }
+            }
+        }
     }
 
     /// A consistent copy of the store as of its last commit, written to a new file at `to`

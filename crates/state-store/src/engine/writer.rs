@@ -263,6 +263,9 @@ pub(super) struct WriterStats {
     commits: AtomicU64,
     commit_nanos: AtomicU64,
     publications: AtomicU64,
+    /// Commands the writer has staged so far, bumped as each is applied: proof of progress a
+    /// ping can read while a long queue is still ahead of it.
+    applied: AtomicU64,
 }
 
 /// A snapshot of the writer's batching so far.
@@ -312,6 +315,11 @@ impl WriterStats {
 
     pub(super) fn record_publication(&self) {
         self.publications.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many commands the writer has applied so far.
+    pub(super) fn applied(&self) -> u64 {
+        self.applied.load(Ordering::Relaxed)
     }
 }
 
@@ -464,6 +472,7 @@ fn stage_and_commit<'b>(
     for command in batch.iter_mut() {
         let ctx = WriteContext { now, revision };
         let applied = command.apply(&mut *txn, &ctx, events.as_mut())?;
+        stats.applied.fetch_add(1, Ordering::Relaxed);
         if let Some(committed) = applied.revision {
             revision = committed;
         }

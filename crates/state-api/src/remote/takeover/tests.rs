@@ -12,10 +12,19 @@ fn stopped_child() -> std::process::Child {
     child
 }
 
+/// The holder note an owner with `pid`, started at `started`, writes beside `s.redb`.
+fn note_naming(dir: &std::path::Path, pid: u32, started: Option<u64>) {
+    let note = serde_json::json!({
+        "pid": pid, "program": "t", "since": "2026-11-26T00:00:00Z", "role": "owner", "started": started,
+    });
+    std::fs::write(dir.join("s.redb.holder"), note.to_string()).unwrap();
+}
+
 #[tokio::test]
 async fn a_stopped_process_is_asked_to_stop_and_does() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = stopped_child();
+    note_naming(dir.path(), child.id(), state_store::process::started(child.id()));
     let (ours, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
     let ended = end_hung_owner(&dir.path().join("s.redb"), child.id(), ours.as_fd()).await;
     assert_eq!(ended, Ok(Ended::Stopped));
@@ -38,6 +47,31 @@ async fn a_process_the_holder_note_does_not_name_is_left_alone() {
     let refused = end_hung_owner(&db, child.id(), ours.as_fd()).await.unwrap_err();
     assert!(refused.contains("left alone"), "{refused}");
     assert!(child.try_wait().unwrap().is_none(), "it was not signalled");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// The probe's case (issue 30): the pid the connection reported now belongs to another
+/// process. Without a note that names the listener by pid and start time, nothing is signalled.
+#[tokio::test]
+async fn a_process_that_may_have_reused_the_pid_is_never_signalled() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.redb");
+    let mut child = stopped_child();
+    let (ours, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    // No note at all.
+    let refused = end_hung_owner(&db, child.id(), ours.as_fd()).await.unwrap_err();
+    assert!(refused.contains("no live holder note") && refused.contains("left alone"), "{refused}");
+    // A note naming the pid, but a process that started at another time: the owner it
+    // described is gone, and this one only has its pid.
+    let started = state_store::process::started(child.id()).unwrap();
+    note_naming(dir.path(), child.id(), Some(started + 7));
+    assert!(end_hung_owner(&db, child.id(), ours.as_fd()).await.is_err());
+    // A note from before notes said when their process started.
+    note_naming(dir.path(), child.id(), None);
+    let refused = end_hung_owner(&db, child.id(), ours.as_fd()).await.unwrap_err();
+    assert!(refused.contains("not when it started"), "{refused}");
+    assert!(child.try_wait().unwrap().is_none(), "it was never signalled");
     child.kill().unwrap();
     child.wait().unwrap();
 }

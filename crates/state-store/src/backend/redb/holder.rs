@@ -14,6 +14,27 @@ struct HolderNote {
     /// "standalone" (it does not). Absent in notes written before roles existed.
     #[serde(default)]
     role: Option<String>,
+    /// When the holder started (`process::started`): with the pid, it names one process, so
+    /// a process that reused the pid is never taken for the holder.
+    #[serde(default)]
+    started: Option<u64>,
+}
+
+/// The process a database's holder note names, alive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HolderProcess {
+    pub pid: u32,
+    pub role: Option<String>,
+    /// When it started; `None` in a note written before notes said.
+    pub started: Option<u64>,
+}
+
+impl HolderProcess {
+    /// Whether the process is still the one the note named (false once it has exited, even if
+    /// another process has its pid now). A note without a start time cannot tell.
+    pub fn is_running(&self) -> bool {
+        self.started.is_some() && crate::process::is_running(self.pid, self.started)
+    }
 }
 
 /// The note written by the process holding the database; removed when it closes.
@@ -38,8 +59,13 @@ impl Holder {
             |arg0| Path::new(&arg0).file_name().map_or(arg0.clone(), |n| n.to_string_lossy().into_owned()),
         );
         let since = crate::clock::Clock::now(&crate::clock::SystemClock);
-        let note =
-            HolderNote { pid: std::process::id(), program, since: since.to_rfc3339(), role: Some(role.to_owned()) };
+        let note = HolderNote {
+            pid: std::process::id(),
+            program,
+            since: since.to_rfc3339(),
+            role: Some(role.to_owned()),
+            started: crate::process::started_self(),
+        };
         if let Ok(text) = serde_json::to_string(&note) {
             // A name of this process's alone, made new: a file or link planted under a fixed
             // name in a shared directory is never written through. The rename replaces
@@ -71,7 +97,7 @@ impl Holder {
             .and_then(|text| serde_json::from_str::<HolderNote>(&text).ok())
             // A note left by a process that was killed describes nobody: the real holder has
             // the lock but has not written its own note yet.
-            .filter(|note| alive(note.pid));
+            .filter(|note| crate::process::is_running(note.pid, note.started));
         match note {
             Some(note) => {
                 let role = note.role.as_deref().map(|r| format!("{r}, ")).unwrap_or_default();
@@ -82,12 +108,16 @@ impl Holder {
     }
 }
 
-/// The process the note names as holding the database, and its role, if that process is
-/// alive.
-pub(super) fn recorded(db_path: &Path) -> Option<(u32, Option<String>)> {
+/// The process the note names as holding the database, if that process is alive (and, where
+/// the note says when it started, is still that process).
+pub(super) fn recorded(db_path: &Path) -> Option<HolderProcess> {
     let text = read_own_note(&note_path(db_path))?;
     let note = serde_json::from_str::<HolderNote>(&text).ok()?;
-    alive(note.pid).then_some((note.pid, note.role))
+    crate::process::is_running(note.pid, note.started).then_some(HolderProcess {
+        pid: note.pid,
+        role: note.role,
+        started: note.started,
+    })
 }
 
 /// The note's text, if it is a file of this user's: one another user planted (or a link) is
@@ -99,12 +129,6 @@ fn read_own_note(path: &Path) -> Option<String> {
         return None;
     }
     std::fs::read_to_string(path).ok()
-}
-
-/// Whether a process exists, where the system can tell (Linux's /proc); assumed so elsewhere.
-fn alive(pid: u32) -> bool {
-    let proc = Path::new("/proc");
-    !proc.join("self").exists() || proc.join(pid.to_string()).exists()
 }
 
 impl Drop for Holder {

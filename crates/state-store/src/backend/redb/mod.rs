@@ -41,6 +41,7 @@ use state_core::keyspace;
 use state_core::ops::history::KeyFilter;
 use state_core::{Entry, Event, UnixMillis};
 
+pub use self::holder::HolderProcess;
 use self::holder::Holder;
 use self::identity::{Distrust, Stored};
 use self::logged::Calls;
@@ -317,8 +318,8 @@ impl RedbBackend {
     }
 
     /// The live process that recorded itself as holding the database at `path`, with its role
-    /// ("owner", "standalone"), if it left a note.
-    pub fn holder(path: &Path) -> Option<(u32, Option<String>)> {
+    /// ("owner", "standalone") and start time, if it left a note.
+    pub fn holder(path: &Path) -> Option<HolderProcess> {
         holder::recorded(path)
     }
 
