@@ -226,12 +226,12 @@ impl Engine {
         }
     }
 
-    fn subscribe(&self) -> Result<broadcast::Receiver<Arc<Committed>>, EngineError> {
+    fn subscribe(&self) -> Result<(broadcast::Receiver<Arc<Committed>>, Arc<watch::Routes>), EngineError> {
         self.inner
             .feed
             .read()
             .ok()
-            .and_then(|f| f.as_ref().map(|feed| feed.sender.subscribe()))
+            .and_then(|f| f.as_ref().map(|feed| (feed.sender.subscribe(), feed.routes.clone())))
             .ok_or(EngineError::Closed)
     }
 

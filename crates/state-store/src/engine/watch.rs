@@ -13,6 +13,9 @@
 //! against a budget of bytes, shared by every watcher. A batch that would go over it is
 //! published without its events (as another process's commit is), and watchers read it from
 //! history; events are freed as soon as every watcher has taken them.
+//!
+//! A batch wakes only the watchers of the keys it touches (`routes.rs`), not every receiver of
+//! the channel: ten thousand watchers of other keys cost a commit nothing.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -22,7 +25,12 @@ use state_core::Event;
 use state_core::ops::history::{HistoryEvent, HistoryKind, HistoryRequest, KeyFilter};
 use state_core::ops::watch::{WatchBatch, WatchRequest};
 use tokio::sync::broadcast;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::TryRecvError;
+
+use self::routes::Route;
+pub(crate) use self::routes::Routes;
+
+mod routes;
 
 use super::{Engine, ReadCost};
 use crate::error::EngineError;
@@ -63,15 +71,30 @@ pub(crate) struct Feed {
     /// Bytes of events held for watchers now, and the most it may be.
     held: Arc<AtomicUsize>,
     budget: usize,
+    pub(crate) routes: Arc<Routes>,
+    /// Dropped with the last feed, after the channel's sender: wakes every watcher to find it
+    /// closed.
+    _closing: Arc<WakeOnClose>,
+}
+
+struct WakeOnClose(Arc<Routes>);
+
+impl Drop for WakeOnClose {
+    fn drop(&mut self) {
+        self.0.wake_everyone();
+    }
 }
 
 impl Feed {
     pub(crate) fn new(capacity: usize, budget: usize) -> Feed {
+        let routes = Arc::new(Routes::new(capacity));
         Feed {
             sender: broadcast::channel(capacity).0,
             published: Arc::new(AtomicU64::new(0)),
             held: Arc::new(AtomicUsize::new(0)),
             budget,
+            _closing: Arc::new(WakeOnClose(routes.clone())),
+            routes,
         }
     }
 
@@ -99,7 +122,10 @@ impl Feed {
             None => (None, None),
         };
         // No receiver is not an error: nobody is watching.
-        let _ = self.sender.send(Arc::new(Committed { first, last, events, _held: held }));
+        let committed = Arc::new(Committed { first, last, events, _held: held });
+        if self.sender.send(committed.clone()).is_ok() {
+            self.routes.wake_for(committed.events.as_deref());
+        }
     }
 
     /// Another process committed up to `revision`: announce whatever of it is new here.
@@ -107,7 +133,9 @@ impl Feed {
         let before = self.published.fetch_max(revision, Ordering::SeqCst);
         if revision > before && self.sender.receiver_count() > 0 {
             let committed = Committed { first: before + 1, last: revision, events: None, _held: None };
-            let _ = self.sender.send(Arc::new(committed));
+            if self.sender.send(Arc::new(committed)).is_ok() {
+                self.routes.wake_everyone();
+            }
         }
     }
 }
@@ -119,6 +147,8 @@ const CATCH_UP_PAGE: usize = 1000;
 pub struct Watch {
     engine: Engine,
     feed: broadcast::Receiver<Arc<Committed>>,
+    /// What wakes this watch: a batch touching its keys.
+    route: Route,
     request: WatchRequest,
     filter: KeyFilter,
     include_values: bool,
@@ -134,7 +164,8 @@ impl Engine {
     /// [`EngineError::Compacted`] if history after that revision is already gone.
     pub async fn watch(&self, request: WatchRequest) -> Result<Watch, EngineError> {
         request.validate()?;
-        let feed = self.subscribe()?;
+        let (feed, routes) = self.subscribe()?;
+        let route = routes.register(&request.filter());
         let (revision, compacted) =
             self.read(ReadCost::Point, |txn, _| Ok((txn.revision()?, txn.compacted_revision()?))).await?;
         let from = request.after_revision.unwrap_or(revision);
@@ -153,6 +184,7 @@ impl Engine {
         Ok(Watch {
             engine: self.clone(),
             feed,
+            route,
             filter: request.filter(),
             include_values: request.include_values(),
             request,
@@ -213,12 +245,15 @@ impl Watch {
                 }
                 continue;
             }
-            match self.feed.recv().await {
+            // The channel is read without waiting on it (a wait there is woken by every
+            // send); the route's notification says when something for this watch came.
+            match self.feed.try_recv() {
                 Ok(committed) => self.take(&committed),
-                Err(RecvError::Lagged(_)) => {
+                Err(TryRecvError::Empty) => self.route.notify.notified().await,
+                Err(TryRecvError::Lagged(_)) => {
                     return Some(Err(EngineError::WatchLagged { resume_after: self.position() }));
                 }
-                Err(RecvError::Closed) => return None,
+                Err(TryRecvError::Closed) => return None,
             }
         }
     }

@@ -41,8 +41,8 @@ use state_core::keyspace;
 use state_core::ops::history::KeyFilter;
 use state_core::{Entry, Event, UnixMillis};
 
-pub use self::holder::HolderProcess;
 use self::holder::Holder;
+pub use self::holder::HolderProcess;
 use self::identity::{Distrust, Stored};
 use self::logged::Calls;
 use self::unpublished::{HeldLog, Logged};
