@@ -43,6 +43,7 @@ fn routers() -> &'static [Router; 2] {
             max_body_bytes: 1024 * 1024,
             request_timeout: Duration::from_secs(5),
             keep_alive: Duration::from_secs(15),
+            quotas: state_http::QuotaLimits { requests: 64, watches: 8 },
         };
         let tokens = Arc::new(Tokens::parse(TOKENS).unwrap());
         crate::harness::runtime().block_on(async {

@@ -29,8 +29,8 @@ pub struct BrowserPolicy {
     /// `null`): only those configured. A request with any other `Origin` is refused, a
     /// loopback page's included: a page on another local port is still another site.
     pub allowed_origins: Vec<String>,
-    /// `/mcp` also takes pages on loopback (MCP's own transport rules, checked by rmcp, which
-    /// refuses every body that is not JSON).
+    /// `/mcp` also takes pages on loopback (MCP's own transport rules, which rmcp checks
+    /// again, refusing every body that is not JSON).
     pub mcp_origins: Vec<String>,
 }
 
@@ -45,6 +45,15 @@ pub(crate) struct Refusal {
 impl BrowserPolicy {
     /// Checks a request's headers; `check_host` is off when tokens protect the server.
     pub(crate) fn check(&self, headers: &HeaderMap, check_host: bool) -> Result<(), Refusal> {
+        self.check_against(headers, check_host, &self.allowed_origins)
+    }
+
+    /// Checks a `/mcp` request's headers: its Host always, its Origin against MCP's list.
+    pub(crate) fn check_mcp(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        self.check_against(headers, true, &self.mcp_origins)
+    }
+
+    fn check_against(&self, headers: &HeaderMap, check_host: bool, origins: &[String]) -> Result<(), Refusal> {
         let forbidden = |code, detail: String| Refusal { status: StatusCode::FORBIDDEN, code, detail };
         if check_host {
             let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
@@ -61,7 +70,7 @@ impl BrowserPolicy {
         match headers.get(header::ORIGIN) {
             Some(origin) => {
                 let origin = origin.to_str().unwrap_or("");
-                if !origin_allowed(origin, &self.allowed_origins) {
+                if !origin_allowed(origin, origins) {
                     return Err(forbidden(
                         "forbidden_origin",
                         format!(
@@ -178,14 +187,16 @@ pub(crate) fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
 }
 
 /// The middleware: refuses what the policy does not allow, before authentication or any
-/// operation runs.
+/// operation runs. `/mcp` is held to MCP's own rules (its Host list always, its origin list),
+/// here as well as in rmcp: a request refused there must not have started anything here first
+/// (a `subscriptions/listen` starts its watches before rmcp sees it).
 pub(crate) async fn guard(State(service): State<Service>, request: Request, next: Next) -> Response {
-    // MCP's transport checks Host, Origin and Content-Type itself, with its own origin list.
-    if request.uri().path().starts_with("/mcp") {
-        return next.run(request).await;
-    }
-    let check_host = service.tokens.is_none();
-    match service.browser.check(request.headers(), check_host) {
+    let checked = if request.uri().path().starts_with("/mcp") {
+        service.browser.check_mcp(request.headers())
+    } else {
+        service.browser.check(request.headers(), service.tokens.is_none())
+    };
+    match checked {
         Ok(()) => next.run(request).await,
         Err(refusal) => {
             tracing::debug!(code = refusal.code, detail = %refusal.detail, "refused a request");

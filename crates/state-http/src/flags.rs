@@ -11,7 +11,7 @@ use state_api::auth::Tokens;
 use state_boot::ToolArgs;
 use state_boot::flags::parse_duration;
 
-use crate::{BrowserPolicy, Config, DEFAULT_LISTEN, Limits, McpConfig, SessionLimits};
+use crate::{BrowserPolicy, Config, DEFAULT_LISTEN, Limits, McpConfig, QuotaLimits, SessionLimits};
 
 /// How the server listens and what it allows.
 #[derive(Debug, Clone, clap::Args)]
@@ -82,6 +82,15 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub mcp_session_idle: Duration,
 
+    /// Requests one caller (a token; without --auth, a peer address) may have in flight at
+    /// once, streams included; more are answered 429, so no caller can take every connection
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub max_requests_per_caller: usize,
+
+    /// /v1/watch streams one caller may hold open at once; more are answered 429
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_watches_per_caller: usize,
+
     /// Also write the log to this file (private, 0600; kept under 1 MiB by rotating it to
     /// FILE.1), for a server run under a service manager or in the background
     #[arg(long, env = "STATE_HTTP_LOG_FILE", value_name = "FILE")]
@@ -107,6 +116,7 @@ impl ServeArgs {
             max_body_bytes: self.max_body_bytes,
             request_timeout: self.request_timeout,
             keep_alive: self.keep_alive,
+            quotas: QuotaLimits { requests: self.max_requests_per_caller, watches: self.max_watches_per_caller },
         }
     }
 

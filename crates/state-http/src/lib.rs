@@ -14,6 +14,7 @@ mod mcp;
 mod metrics;
 mod openapi;
 mod problem;
+mod quotas;
 mod rest;
 pub mod run;
 mod sessions;
@@ -33,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 pub use browser::BrowserPolicy;
 pub use listen::{Limits, serve};
 pub use mcp::McpConfig;
+pub use quotas::QuotaLimits;
 pub use sessions::SessionLimits;
 
 /// The default address: loopback, on a port no well-known database or broker uses.
@@ -56,6 +58,8 @@ pub(crate) struct Service {
     pub(crate) browser: Arc<BrowserPolicy>,
     /// Which operations are served (`--tools`, `--compat`): REST and `/mcp` alike.
     pub(crate) selection: Arc<state_api::Options>,
+    /// What each caller holds at once.
+    pub(crate) quotas: Arc<quotas::Quotas>,
 }
 
 /// How the application behaves.
@@ -74,6 +78,8 @@ pub struct Config {
     pub request_timeout: Duration,
     /// How often an idle `/v1/watch` stream gets a keep-alive comment.
     pub keep_alive: Duration,
+    /// What one caller (a token, or a peer without tokens) may hold at once.
+    pub quotas: QuotaLimits,
 }
 
 /// The whole application over `api`. `shutdown` ends MCP streams when the server stops.
@@ -86,6 +92,7 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
         keep_alive: config.keep_alive,
         browser: Arc::new(config.browser.clone()),
         selection: Arc::new(config.mcp.options.clone()),
+        quotas: Arc::new(quotas::Quotas::new(config.quotas)),
     };
     let mcp_handler = state_mcp::StateServer::new(api, config.mcp.options.clone());
     let rest = rest::router(config.request_timeout).layer(DefaultBodyLimit::max(config.max_body_bytes));
@@ -101,10 +108,13 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
             "/mcp",
             tower::ServiceBuilder::new()
                 .layer(middleware::from_fn(mcp::closed_session_answer))
+                .layer(middleware::from_fn_with_state(config.request_timeout, mcp::body_in_time))
                 .layer(middleware::from_fn(sessions::admit))
                 .layer(middleware::from_fn_with_state(mcp_handler.clone(), mcp::listen_first))
                 .service(mcp::service(&mcp_handler, &config.mcp, &config.browser, shutdown)),
         )
+        // Inside authentication: a request counts against the caller it authenticated as.
+        .layer(middleware::from_fn_with_state(service.clone(), quotas::admit))
         .layer(middleware::from_fn_with_state(service.clone(), authn::authenticate))
         // Before authentication: a foreign page is refused whatever it presents.
         .layer(middleware::from_fn_with_state(service.clone(), browser::guard));

@@ -3,7 +3,9 @@
 //! between requests, and, at the cap, the connection idle longest makes room for a new one. A
 //! connection is never cut while it has a request in flight (a watch stream included); when
 //! every one of them is busy, a new one is answered 503 at once instead of hanging. A graceful
-//! stop lets requests in flight finish.
+//! stop lets requests in flight finish. Connections speak HTTP/1.1 alone: a client sending
+//! HTTP/2's preface is not served (one connection carrying thousands of streams would slip past
+//! every per-connection bound here).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -17,8 +19,8 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -49,9 +51,8 @@ pub struct Limits {
 pub async fn serve(listener: TcpListener, router: Router, limits: &Limits, shutdown: impl Future<Output = ()>) {
     let table = Arc::new(Table::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
-    let builder = builder.http1_only();
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
     let mut shed_warned: Option<Instant> = None;
     tokio::pin!(shutdown);
     loop {
@@ -81,8 +82,8 @@ pub async fn serve(listener: TcpListener, router: Router, limits: &Limits, shutd
         };
         let _ = stream.set_nodelay(true);
         let io = TokioIo::new(Tracked { inner: stream, slot: slot.clone() });
-        let service = TowerToHyperService::new(Busy { inner: router.clone(), slot: slot.clone() });
-        let connection = builder.serve_connection_with_upgrades(io, service).into_owned();
+        let service = TowerToHyperService::new(Busy { inner: router.clone(), slot: slot.clone(), peer: peer.ip() });
+        let connection = builder.serve_connection(io, service);
         let connection = graceful.watch(connection);
         let (table, limits) = (table.clone(), limits.clone());
         tokio::spawn(async move {
@@ -265,6 +266,8 @@ impl AsyncWrite for Tracked {
 struct Busy {
     inner: Router,
     slot: Arc<Slot>,
+    /// Who the connection is from: what a caller without a token counts as.
+    peer: std::net::IpAddr,
 }
 
 /// Held while a request is in flight: from its arrival until its response body is finished
@@ -299,8 +302,10 @@ impl tower::Service<Request<hyper::body::Incoming>> for Busy {
     fn call(&mut self, request: Request<hyper::body::Incoming>) -> Self::Future {
         let in_flight = InFlight::begin(&self.slot);
         let mut router = self.inner.clone();
+        let mut request = request.map(Body::new);
+        request.extensions_mut().insert(crate::quotas::Peer(self.peer));
         Box::pin(async move {
-            let response = match tower::Service::call(&mut router, request.map(Body::new)).await {
+            let response = match tower::Service::call(&mut router, request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
             };

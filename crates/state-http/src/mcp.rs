@@ -71,6 +71,33 @@ pub(crate) async fn closed_session_answer(
     response
 }
 
+/// A request's body must arrive within the request timeout, as on REST: a client trickling a
+/// body a byte a minute would otherwise hold its connection for as long as it liked. Read
+/// here whole (the body limit outside bounds it), so the layers and rmcp after it see a
+/// body that is all there.
+pub(crate) async fn body_in_time(
+    axum::extract::State(timeout): axum::extract::State<Duration>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let body = match tokio::time::timeout(timeout, axum::body::to_bytes(body, usize::MAX)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(_)) => return axum::http::StatusCode::PAYLOAD_TOO_LARGE.into_response(),
+        Err(_) => {
+            return crate::problem::http_problem(
+                axum::http::StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                &format!("the request's body did not arrive within {timeout:?}"),
+            );
+        }
+    };
+    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(body))).await
+}
+
 /// rmcp acknowledges a `subscriptions/listen` before its handler runs, and a watch started
 /// then misses a write the client makes on seeing the acknowledgment. The listen's resources
 /// are followed here first (2026-07-28 requests name their method in `Mcp-Method`; others pass

@@ -393,6 +393,15 @@ impl ServerHandler for StateServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        if !self.subscriptions.has_room_for(&request.uri) {
+            return Err(McpError::invalid_params(
+                format!(
+                    "this session already follows {} resources, the most one session may: unsubscribe from some first",
+                    subscriptions::MAX_SUBSCRIBED
+                ),
+                None,
+            ));
+        }
         let followed =
             subscriptions::follow(&self.api, principal(&context), &self.options.profiles, &request.uri).await?;
         let Some(resource) = followed else { return Ok(()) };

@@ -29,12 +29,28 @@ pub(crate) struct Subscriptions {
     tasks: Mutex<HashMap<String, AbortHandle>>,
 }
 
+/// Most resources one session may subscribe to at once: each holds a watch open on the store.
+pub(crate) const MAX_SUBSCRIBED: usize = 256;
+
 impl Subscriptions {
-    /// Records a subscription, replacing (and stopping) an earlier one to the same URI.
+    /// Whether one more subscription, to `uri`, fits: a URI already subscribed is replaced,
+    /// so it always does.
+    pub(crate) fn has_room_for(&self, uri: &str) -> bool {
+        self.tasks.lock().is_ok_and(|tasks| tasks.contains_key(uri) || tasks.len() < MAX_SUBSCRIBED)
+    }
+
+    /// Records a subscription, replacing (and stopping) an earlier one to the same URI. Past
+    /// the cap (a race between two subscribes) the new one is stopped instead.
     pub(crate) fn add(&self, uri: String, task: AbortHandle) {
-        if let Ok(mut tasks) = self.tasks.lock()
-            && let Some(earlier) = tasks.insert(uri, task)
-        {
+        let Ok(mut tasks) = self.tasks.lock() else {
+            task.abort();
+            return;
+        };
+        if !tasks.contains_key(&uri) && tasks.len() >= MAX_SUBSCRIBED {
+            task.abort();
+            return;
+        }
+        if let Some(earlier) = tasks.insert(uri, task) {
             earlier.abort();
         }
     }

@@ -45,6 +45,7 @@ pub(crate) fn router() -> Router<Service> {
 async fn watch(
     State(service): State<Service>,
     principal: Option<axum::Extension<Principal>>,
+    peer: Option<axum::Extension<crate::quotas::Peer>>,
     Query(query): Query<Vec<(String, String)>>,
     headers: HeaderMap,
 ) -> Response {
@@ -56,12 +57,18 @@ async fn watch(
         Err(error) => return problem::problem(StatusCode::BAD_REQUEST, &error),
     };
     let principal = principal.as_ref().map(|p| &p.0);
+    let held = match service.quotas.watch(principal, peer.map(|p| p.0)) {
+        Ok(held) => held,
+        Err(refused) => return crate::quotas::too_many(refused),
+    };
     let watcher = match service.api.watch(principal, request).await {
         Ok(watcher) => watcher,
         Err(error) => return problem::reply(Reply::error(error), OnConflict::Conflict),
     };
     let keep_alive = KeepAlive::new().interval(service.keep_alive).text("keep-alive");
-    let mut response = Sse::new(events(watcher, service.shutdown.clone())).keep_alive(keep_alive).into_response();
+    let stream = Sse::new(events(watcher, service.shutdown.clone())).keep_alive(keep_alive).into_response();
+    // The stream counts against the caller's watches until it ends.
+    let mut response = stream.map(|body| axum::body::Body::new(crate::quotas::Holding { body, _held: held }));
     // Proxies that buffer responses would hold events back until the buffer fills.
     response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
     response.extensions_mut().insert(Outcome::Ok);

@@ -224,3 +224,22 @@ fn an_expired_lease_and_a_lapsed_claim_wake_their_watchers() {
         "{reclaimed}"
     );
 }
+
+/// The probe's subscription flood (issue 30): 20,000 `resources/subscribe` in one session
+/// each held a watch. A session follows at most 256; the next is refused, saying why, and
+/// one already followed can still be subscribed again.
+#[test]
+fn a_session_follows_at_most_256_resources() {
+    let place = Place::new();
+    let mut client = place.start(&[], ProtocolEra::Legacy);
+    for n in 0..256 {
+        let subscribed = client.request("resources/subscribe", json!({"uri": format!("state://kv/k/{n}")})).unwrap();
+        result_of(subscribed).unwrap();
+    }
+    let refused = client.request("resources/subscribe", json!({"uri": "state://kv/k/256"})).unwrap();
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("256"), "{refused}");
+    result_of(client.request("resources/subscribe", json!({"uri": "state://kv/k/3"})).unwrap()).unwrap();
+    result_of(client.request("resources/unsubscribe", json!({"uri": "state://kv/k/0"})).unwrap()).unwrap();
+    result_of(client.request("resources/subscribe", json!({"uri": "state://kv/k/256"})).unwrap()).unwrap();
+}
