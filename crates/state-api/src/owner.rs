@@ -31,6 +31,15 @@ use crate::wire::{
 /// How long a connecting client has to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Calls one connection may have running at once (a long poll counts until it ends). Past it,
+/// the connection's next call is not read until one ends: the client waits, the owner holds
+/// nothing more.
+const MAX_CALLS_IN_FLIGHT: usize = 1024;
+
+/// Bytes of replies a connection may have waiting to be written (its client not reading them)
+/// before its next call is read.
+const MAX_UNSENT_REPLY_BYTES: usize = 32 * 1024 * 1024;
+
 /// However short the idle period, an owner waits this long for its first client: the process
 /// that launched it connects only after reading that it is ready.
 const FIRST_CLIENT_GRACE: Duration = Duration::from_secs(1);
@@ -291,7 +300,12 @@ async fn serve_connection(stream: UnixStream, shared: &Shared) {
     let write = Arc::new(tokio::sync::Mutex::new(write));
     let mut watches: std::collections::HashMap<u64, (tokio::task::AbortHandle, Arc<Credit>)> =
         std::collections::HashMap::new();
+    // Backpressure, not buffering: a client that sends calls and never reads their replies
+    // stops being read itself.
+    let calls = Arc::new(tokio::sync::Semaphore::new(MAX_CALLS_IN_FLIGHT));
+    let unsent = Arc::new(Unsent::default());
     loop {
+        unsent.wait_below(MAX_UNSENT_REPLY_BYTES).await;
         match wire::read_line(&mut reader, &mut line, wire::MAX_FRAME_BYTES).await {
             Ok(true) => {}
             Ok(false) => break,
@@ -347,7 +361,9 @@ async fn serve_connection(stream: UnixStream, shared: &Shared) {
             }
             continue;
         }
-        let mut answer = Box::pin(answer(shared.local.clone(), allowed.clone(), write.clone(), call));
+        let Ok(permit) = calls.clone().acquire_owned().await else { break };
+        let replying = Replying { write: write.clone(), unsent: unsent.clone(), _permit: permit };
+        let mut answer = Box::pin(answer(shared.local.clone(), allowed.clone(), replying, call));
         // Most calls (point reads) finish without waiting: answer those here, saving a task
         // and a wake-up per call. One that waits (a write for its commit, a scan) becomes a
         // task of its own, so this connection's later calls are not held up behind it.
@@ -457,18 +473,45 @@ fn encode_frame(frame: &ReplyFrame) -> Option<Vec<u8>> {
     wire::encode(frame).inspect_err(|error| tracing::error!(%error, "cannot encode a frame")).ok()
 }
 
+/// Bytes of replies waiting to be written on one connection.
+#[derive(Default)]
+struct Unsent {
+    bytes: std::sync::atomic::AtomicUsize,
+    drained: Notify,
+}
+
+impl Unsent {
+    async fn wait_below(&self, limit: usize) {
+        loop {
+            let drained = self.drained.notified();
+            if self.bytes.load(std::sync::atomic::Ordering::SeqCst) < limit {
+                return;
+            }
+            drained.await;
+        }
+    }
+}
+
+/// Where a call's reply goes, and what it holds of its connection's bounds until written.
+struct Replying {
+    write: SharedWrite,
+    unsent: Arc<Unsent>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
 /// Runs one call and writes its reply.
-async fn answer(
-    local: Local,
-    allowed: Arc<Options>,
-    write: Arc<tokio::sync::Mutex<tokio::net::unix::OwnedWriteHalf>>,
-    call: Call,
-) {
+async fn answer(local: Local, allowed: Arc<Options>, replying: Replying, call: Call) {
     let id = call.id;
     let reply = serve_call(&local, &allowed, call).await;
     match wire::encode(&ReplyFrame::new(id, reply)) {
-        // A client that left needs no answer.
-        Ok(frame) => drop(write.lock().await.write_all(&frame).await),
+        Ok(frame) => {
+            let unsent = &replying.unsent;
+            unsent.bytes.fetch_add(frame.len(), std::sync::atomic::Ordering::SeqCst);
+            // A client that left needs no answer.
+            drop(replying.write.lock().await.write_all(&frame).await);
+            unsent.bytes.fetch_sub(frame.len(), std::sync::atomic::Ordering::SeqCst);
+            unsent.drained.notify_waiters();
+        }
         Err(error) => tracing::error!(%error, "cannot encode a reply"),
     }
 }

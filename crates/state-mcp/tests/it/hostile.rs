@@ -105,3 +105,70 @@ fn an_owner_that_is_alive_but_hung_is_replaced_and_nothing_is_applied_twice() {
         }
     }
 }
+
+/// Resident memory of a process, in bytes.
+fn rss_of(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// The probe's client that never reads (issue 30): it sends call after call for a large
+/// value and never reads an answer. The owner used to buffer every reply (38 MB to 4.3 GB);
+/// now the connection stops being read once its replies back up, and so does the client's
+/// server, so neither grows past a bound while the client sends on.
+#[test]
+fn a_client_that_never_reads_its_answers_grows_neither_its_server_nor_the_owner() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let place = crate::Place::new();
+    let mut writer = place.start(&[], state_e2e::ProtocolEra::Legacy);
+    let big = "x".repeat(200_000);
+    let set = writer.call("state_set", serde_json::json!({"key": "big", "value": big})).unwrap();
+    assert!(!set.is_error, "{}", set.text);
+
+    let db = place.db_arg();
+    let runtime = place.runtime.to_string_lossy().into_owned();
+    let mut silent = Command::new(crate::binary())
+        .args(["--db", &db, "--owner-idle", crate::TEST_OWNER_IDLE])
+        .env("STATE_RUNTIME_DIR", &runtime)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let note = std::fs::read_to_string(place.db.with_file_name("state.redb.holder")).unwrap();
+    let owner: u32 = serde_json::from_str::<serde_json::Value>(&note).unwrap()["pid"].as_u64().unwrap() as u32;
+    let mut stdin = silent.stdin.take().unwrap();
+    let hello = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "silent", "version": "1"}}});
+    writeln!(stdin, "{hello}").unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+    // 4,000 reads of 200 KB: 800 MB of answers nobody reads. The writes block once both
+    // servers stop reading, so they go from a thread that may block.
+    let sender = std::thread::spawn(move || {
+        for id in 1..=4000 {
+            let call = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"state_get","arguments":{{"key":"big"}}}}}}"#
+            );
+            if writeln!(stdin, "{call}").is_err() {
+                return id;
+            }
+        }
+        4001
+    });
+    std::thread::sleep(std::time::Duration::from_secs(8));
+    let (server_rss, owner_rss) = (rss_of(silent.id()), rss_of(owner));
+    assert!(server_rss < 300 << 20, "the client's server holds {} MB", server_rss >> 20);
+    assert!(owner_rss < 300 << 20, "the owner holds {} MB", owner_rss >> 20);
+    // Others are still served by the owner meanwhile.
+    let other = writer.call("state_set", serde_json::json!({"key": "other", "value": 1})).unwrap();
+    assert!(!other.is_error, "{}", other.text);
+    silent.kill().unwrap();
+    silent.wait().unwrap();
+    let _ = sender.join();
+}
