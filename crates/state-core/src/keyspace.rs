@@ -141,6 +141,56 @@ pub fn prefix(space: Space) -> String {
     }
 }
 
+/// Whether a system key from outside (a dump, another server's database) is shaped as this
+/// store writes keys of its space: as many parts as the space's keys have, each one non-empty
+/// text without control characters. Names with a separator or a control character in them
+/// would otherwise reach into another run's, queue's or holder's records.
+pub fn check_shape(raw: &str) -> Result<(), String> {
+    let space = classify(raw).0;
+    // Everything after the space's tag (`classify` gives a shorter, readable id for some).
+    let id = raw.get(prefix(space).len()..).unwrap_or("");
+    let parts = match space {
+        Space::Lease
+        | Space::PriorityQueue
+        | Space::Release
+        | Space::Claim
+        | Space::Run
+        | Space::Queue
+        | Space::Session
+        | Space::Checkpoint
+        | Space::CheckpointSession
+        | Space::Note => 1,
+        // A workspace's pointer, or the global one: the separator alone.
+        Space::CheckpointLatest if id == SEP.to_string() => return Ok(()),
+        Space::CheckpointLatest => 1,
+        Space::Permit
+        | Space::Message
+        | Space::MessageDedupe
+        | Space::RunDedupe
+        | Space::Signal
+        | Space::Dependent
+        | Space::Step
+        | Space::SessionVersion => 2,
+        Space::Reservation => 3,
+        Space::Kv | Space::Store | Space::Request | Space::Posting | Space::IndexStats | Space::IndexedTerms => {
+            return Err(format!("{raw:?} is not a record this store takes from outside"));
+        }
+    };
+    let found: Vec<&str> = id.split(SEP).collect();
+    if found.len() != parts {
+        return Err(format!("{raw:?} has {} parts where a key of its kind has {parts}", found.len()));
+    }
+    for part in found {
+        if part.is_empty() {
+            return Err(format!("{raw:?} has an empty part"));
+        }
+        if let Some(c) = part.chars().find(|c| c.is_control()) {
+            return Err(format!("{raw:?} holds the control character U+{:04X} in a name", u32::from(c)));
+        }
+    }
+    Ok(())
+}
+
 pub fn key(space: Space, id: &str) -> String {
     format!("{}{id}", prefix(space))
 }

@@ -8,7 +8,7 @@ use super::*;
 use crate::{Cli, TopCommand};
 
 /// Commands that are not one operation's: they drive the store another way.
-const NOT_OPERATIONS: [&str; 5] = ["tui", "backup", "doctor", "call", "generate"];
+const NOT_OPERATIONS: [&str; 6] = ["tui", "backup", "doctor", "recover", "call", "generate"];
 
 /// Commands that drive one operation over many calls (streaming, paging), so `operation`
 /// gives no single call for them.

@@ -135,6 +135,10 @@ pub fn carried(key: &str) -> bool {
     )
 }
 
+/// The largest version or revision a dump may carry: 2^53, the largest integer every JSON
+/// reader keeps exactly.
+pub const MAX_IMPORTED_NUMBER: u64 = 1 << 53;
+
 /// Why a dumped record cannot be imported, if it cannot.
 pub(crate) fn check_record(record: &DumpedRecord) -> Result<(), String> {
     if keyspace::is_system(&record.key) {
@@ -142,11 +146,25 @@ pub(crate) fn check_record(record: &DumpedRecord) -> Result<(), String> {
         if id.is_empty() || !carried(&record.key) || space == Space::Kv {
             return Err(format!("key {:?} is not a record a dump carries", record.key));
         }
+        keyspace::check_shape(&record.key)?;
     } else {
         validate_key("key", &record.key).map_err(|e| e.to_string())?;
     }
     if record.version == 0 {
         return Err(format!("key {:?}: version must be 1 or more", record.key));
+    }
+    // Numbers a store reaches by writing, far from where adding one would wrap: a version or
+    // revision near 2^64 would wrap the store's revision (fencing tokens going backwards) or a
+    // key's version to 0.
+    for (field, number) in
+        [("version", record.version), ("create_revision", record.create_revision), ("mod_revision", record.mod_revision)]
+    {
+        if number > MAX_IMPORTED_NUMBER {
+            return Err(format!(
+                "key {:?}: `{field}` {number} is beyond {MAX_IMPORTED_NUMBER} (2^53), more than any store reaches",
+                record.key
+            ));
+        }
     }
     time("updated_at", &record.updated_at)?;
     if let Some(expires_at) = &record.expires_at {

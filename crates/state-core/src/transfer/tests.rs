@@ -121,3 +121,26 @@ fn a_dump_never_carries_or_accepts_derived_records() {
     bad.updated_at = "yesterday".into();
     assert!(check_record(&bad).unwrap_err().contains("updated_at"));
 }
+
+/// The probe's dumps (issue 30): a version and revisions near 2^64 wrapped the store's
+/// revision and a key's version to 0; a run id holding the separator showed another run's step.
+#[test]
+fn numbers_near_the_top_and_names_holding_separators_are_refused() {
+    let mut huge = record("k", json!(1), u64::MAX);
+    assert!(check_record(&huge).unwrap_err().contains("`version`"));
+    huge.version = crate::ops::transfer::MAX_IMPORTED_NUMBER;
+    assert_eq!(check_record(&huge), Ok(()), "2^53 itself is fine");
+    huge.mod_revision = u64::MAX - 1;
+    assert!(check_record(&huge).unwrap_err().contains("`mod_revision`"));
+
+    let run = |id: &str| record(&keyspace::run_key(id), json!({}), 1);
+    assert_eq!(check_record(&run("run-1")), Ok(()));
+    let aliased = run("victim\u{2}00000000000000000001");
+    assert!(check_record(&aliased).unwrap_err().contains("parts"), "a run id with the separator");
+    let step = record(&keyspace::step_key("a\u{3}b", 1), json!({}), 1);
+    assert!(check_record(&step).unwrap_err().contains("U+0003"));
+    let global = keyspace::checkpoint_latest_key(None);
+    assert_eq!(keyspace::check_shape(&global), Ok(()), "the global checkpoint pointer is the separator alone");
+    let reservation = record(&keyspace::reservation_key("repo", "me", 7), json!({}), 1);
+    assert_eq!(check_record(&reservation), Ok(()));
+}

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
 
-use super::{ENTRIES, EVENTS, EXPIRY, KEY_EVENTS, META, META_REVISION, RECORDS, storage};
+use super::{ENTRIES, EVENTS, EXPIRY, KEY_EVENTS, META, META_REVISION, RECORDS, identity, storage};
 use crate::backend::Backup;
 use crate::error::StorageError;
 use crate::files;
@@ -57,6 +57,14 @@ fn copy_into(snapshot: &ReadTransaction, path: &Path) -> Result<(), StorageError
     copy(snapshot, &txn, EVENTS)?;
     copy(snapshot, &txn, KEY_EVENTS)?;
     copy(snapshot, &txn, META)?;
+    {
+        // A database of its own: it gets its own identity when first opened, and needs no log
+        // (everything is in the copy), whatever the store it was copied from said of its log.
+        let mut meta = txn.open_table(META).map_err(storage)?;
+        for name in [identity::META_STORE_ID, identity::META_LOG_EPOCH, identity::META_LOG_OPEN] {
+            meta.remove(name).map_err(storage)?;
+        }
+    }
     // A durable commit: redb syncs the file before it returns.
     txn.commit().map_err(storage)?;
     Ok(())
