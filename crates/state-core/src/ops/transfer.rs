@@ -156,9 +156,11 @@ pub(crate) fn check_record(record: &DumpedRecord) -> Result<(), String> {
     // Numbers a store reaches by writing, far from where adding one would wrap: a version or
     // revision near 2^64 would wrap the store's revision (fencing tokens going backwards) or a
     // key's version to 0.
-    for (field, number) in
-        [("version", record.version), ("create_revision", record.create_revision), ("mod_revision", record.mod_revision)]
-    {
+    for (field, number) in [
+        ("version", record.version),
+        ("create_revision", record.create_revision),
+        ("mod_revision", record.mod_revision),
+    ] {
         if number > MAX_IMPORTED_NUMBER {
             return Err(format!(
                 "key {:?}: `{field}` {number} is beyond {MAX_IMPORTED_NUMBER} (2^53), more than any store reaches",

@@ -99,3 +99,49 @@ fn a_full_disk_refuses_writes_clearly_keeps_reads_and_loses_nothing_acknowledged
         expect(&http.get(&format!("/v1/kv/{key}")).unwrap(), 200);
     }
 }
+
+/// The probe's disk (issue 30): 20 MiB, nothing else on it, values of one size written until
+/// the store refuses. At every size the refusal must be the store's own (503, "is full") with
+/// room still left on the disk, never a failed write that leaves the disk at 0 bytes; reads
+/// go on; and the store opens again on the full disk, with everything acknowledged.
+#[test]
+fn at_every_value_size_the_store_refuses_before_the_disk_is_full_and_opens_on_it() {
+    for value_bytes in [30_000, 300_000, 1_000_000] {
+        let Some(disk) = SmallDisk::mount(20) else { return };
+        let runtime = tempfile::tempdir().unwrap();
+        let runtime = runtime.path().join("run");
+        let db = disk.mount.join("state.redb");
+        let mut server = serve(&db, &runtime);
+        let http = server.client();
+        let value = json!("v".repeat(value_bytes));
+        let mut acknowledged = Vec::new();
+        let refusal = loop {
+            assert!(acknowledged.len() < 2000, "{value_bytes}: the disk never filled up");
+            let key = format!("bulk/{}", acknowledged.len());
+            let response = http.json("PUT", &format!("/v1/kv/{key}"), &value).unwrap();
+            match response.status {
+                200 => acknowledged.push(key),
+                _ => break response,
+            }
+        };
+        let body = refusal.json();
+        assert_eq!(refusal.status, 503, "{value_bytes}: {body}");
+        assert!(body["detail"].as_str().unwrap().contains("is full"), "{value_bytes}: {body}\n{}", server.stderr());
+        assert!(disk.free() > 0, "{value_bytes}: the disk was let fill to 0 bytes");
+        for key in acknowledged.iter().step_by(7) {
+            expect(&http.get(&format!("/v1/kv/{key}")).unwrap(), 200);
+        }
+        // Another refused write changes nothing, and reads still go on.
+        assert_eq!(http.json("PUT", "/v1/kv/more", &value).unwrap().status, 503);
+        expect(&http.get(&format!("/v1/kv/{}", acknowledged[0])).unwrap(), 200);
+        // Killed, and started again on the full disk: it opens, and holds what it acknowledged.
+        server.kill().unwrap();
+        let server = serve(&db, &runtime);
+        let http = server.client();
+        for key in &acknowledged {
+            let got = http.get(&format!("/v1/kv/{key}")).unwrap();
+            assert_eq!(got.status, 200, "{value_bytes}: {key} after a restart on a full disk: {}", got.text());
+        }
+        drop(server);
+    }
+}

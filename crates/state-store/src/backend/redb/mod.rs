@@ -79,6 +79,9 @@ pub struct RedbBackend {
     path: Option<PathBuf>,
     /// The write-ahead log (a database in a file); none in memory.
     log: Option<Log>,
+    /// Bytes of entries and events committed since the last durable commit: redb holds them in
+    /// its write buffer, and the next durable commit (a checkpoint) puts them on the disk.
+    undurable: std::sync::atomic::AtomicU64,
     _holder: Option<Holder>,
 }
 
@@ -98,7 +101,8 @@ struct Log {
 }
 
 /// Free space a commit leaves on the disk at least, beyond what it writes: room for redb's own
-/// pages and for the commit after it.
+/// pages, for the commit after it, and for opening again after a crash (which replays the log
+/// into the file).
 const DISK_RESERVE_BYTES: u64 = 4 * 1024 * 1024;
 
 impl RedbBackend {
@@ -179,6 +183,7 @@ impl RedbBackend {
             failed: AtomicBool::new(false),
             path: Some(path.to_owned()),
             log,
+            undurable: 0.into(),
             _holder: Some(holder),
         };
         backend.initialize().map_err(|source| match source {
@@ -252,6 +257,7 @@ impl RedbBackend {
             (identity::META_LOG_OPEN, 1),
         ];
         durable_commit(db, &marks, self.path.as_deref())?;
+        self.undurable.store(0, Ordering::Relaxed);
         wal.start_over(applied + 1).map_err(|e| log_error(&log.path, e))?;
         if replayed > 0 {
             tracing::info!(log = %log.path.display(), replayed, "replayed the write-ahead log");
@@ -280,7 +286,8 @@ impl RedbBackend {
     /// A log whose last append failed takes no more until it starts over: checkpoint first.
     /// Before a write transaction begins, since the checkpoint is a write transaction itself.
     fn mend_log(&self) -> Result<(), StorageError> {
-        self.checkpoint_if(Wal::is_damaged)
+        let tight = self.tight_on_space();
+        self.checkpoint_if(|wal| wal.is_damaged() || tight)
     }
 
     /// Checkpoints when `due` says so of the log. The database handle is taken between two
@@ -304,6 +311,7 @@ impl RedbBackend {
     /// Makes every commit so far durable in `db` itself and starts the log over.
     fn checkpoint(&self, db: &Database, wal: &mut Wal) -> Result<(), StorageError> {
         durable_commit(db, &[(identity::META_LOG_EPOCH, wal.next_epoch())], None).map_err(|e| self.noted(e))?;
+        self.undurable.store(0, Ordering::Relaxed);
         failpoint::crash_at("checkpoint-durable");
         let path = self.log.as_ref().map(|l| l.path.clone()).unwrap_or_default();
         wal.start_over(wal.next_lsn()).map_err(|e| log_error(&path, e))
@@ -332,6 +340,7 @@ impl RedbBackend {
             failed: AtomicBool::new(false),
             path: None,
             log: None,
+            undurable: 0.into(),
             _holder: None,
         };
         backend.initialize()?;
@@ -414,16 +423,46 @@ impl RedbBackend {
 
     /// Refuses a commit of `written` bytes that would leave less than the reserve free on the
     /// database's disk: redb must never meet a full disk, since a failed write stops it until
-    /// it is reopened. Reads are unaffected.
+    /// it is reopened, and a disk at 0 bytes would keep the store from opening again. Reads
+    /// are unaffected.
+    ///
+    /// What a commit really costs the disk: its record in the log (and the step the log may
+    /// grow by), and in the file, at the next checkpoint, twice what it and every commit
+    /// since the last checkpoint wrote (copy-on-write: the new pages, and the old ones until
+    /// freed), since redb holds those in its write buffer until a durable commit writes them.
     fn check_space(&self, written: u64) -> Result<(), StorageError> {
-        let Some(path) = &self.path else { return Ok(()) };
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        // Copy-on-write: the values, their history events, the pages above them, and a reserve.
-        let needed = written.saturating_mul(3).saturating_add(DISK_RESERVE_BYTES);
-        match crate::files::free_space(dir) {
-            Ok(available) if available < needed => Err(StorageError::Full { path: path.clone(), available, needed }),
+        let needed = self.space_needed(written);
+        match self.free_space() {
+            Some(available) if available < needed => {
+                let path = self.path.clone().unwrap_or_default();
+                Err(StorageError::Full { path, available, needed })
+            }
             _ => Ok(()),
         }
+    }
+
+    fn space_needed(&self, written: u64) -> u64 {
+        let undurable = self.undurable.load(Ordering::Relaxed);
+        undurable
+            .saturating_add(written)
+            .saturating_mul(2)
+            .saturating_add(written)
+            .saturating_add(wal::GROW_BYTES)
+            .saturating_add(DISK_RESERVE_BYTES)
+    }
+
+    /// Bytes free on the database's disk, for a database in a file.
+    fn free_space(&self) -> Option<u64> {
+        let path = self.path.as_ref()?;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        crate::files::free_space(dir).ok()
+    }
+
+    /// Whether the disk is too tight to leave what redb holds unwritten: then a checkpoint
+    /// writes it before the next batch, turning an estimate into what the disk really holds.
+    fn tight_on_space(&self) -> bool {
+        self.undurable.load(Ordering::Relaxed) > 0
+            && self.free_space().is_some_and(|free| free < self.space_needed(0).saturating_add(DISK_RESERVE_BYTES))
     }
 
     /// Creates every table so readers never meet a missing one, and checks the format.
@@ -1029,7 +1068,8 @@ impl WriteTxn for RedbWrite<'_> {
         // The commit that publishes writes what every batch the transaction carries wrote.
         // Refused, the transaction is dropped, so nothing of this batch reaches the file (and
         // the batches it carried are redone on their own, see `HeldLog`).
-        backend.check_space(written + held.as_ref().map_or(0, HeldLog::carried_bytes))?;
+        // Batches the transaction carries are counted already (in `undurable`).
+        backend.check_space(written)?;
         let (Some(calls), Some(log)) = (calls, &backend.log) else {
             txn.commit().map_err(|e| backend.noted(storage(e)))?;
             return Ok(None);
@@ -1042,6 +1082,7 @@ impl WriteTxn for RedbWrite<'_> {
         };
         match append_batch(&mut txn, &mut held, calls, written, log) {
             Ok(()) => {
+                backend.undurable.fetch_add(written, Ordering::Relaxed);
                 failpoint::crash_at("wal-synced");
                 Ok(Some(Box::new(Logged::new(txn, held, backend))))
             }

@@ -37,7 +37,7 @@ const MAGIC: &[u8; 8] = b"stateWAL";
 const FORMAT: u32 = 2;
 /// The file grows in steps of this many zeroed bytes, synced once, so that appends within it
 /// change no file metadata.
-const GROW_BYTES: u64 = 1024 * 1024;
+pub(super) const GROW_BYTES: u64 = 1024 * 1024;
 /// Past this many bytes of records, the next commit checkpoints and the log starts over.
 pub(super) const CHECKPOINT_BYTES: u64 = 8 * 1024 * 1024;
 /// No batch is this large; a length beyond it is damage, not a record.
