@@ -94,6 +94,16 @@ impl Options {
         }
     }
 
+    /// Whether some operation of `group` is served: the group itself, or a profile's tool in it
+    /// (a replaced server's checkpoint tools serve checkpoints).
+    pub fn serves_group(&self, group: ToolGroup) -> bool {
+        self.groups.contains(&group)
+            || Operation::all().any(|op| {
+                let spec = op.spec();
+                spec.group == group && spec.profile != Profile::Native && self.profiles.contains(&spec.profile)
+            })
+    }
+
     /// Whether a server with this selection answers `op` on a route that names the operation
     /// itself (REST, the HTTP seam): a native operation of a served group, or a profile's
     /// operation where its profile or its group is served (a replaced server's shape of an

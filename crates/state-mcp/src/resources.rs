@@ -8,8 +8,8 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
 use serde_json::{Value, json};
 use state_api::auth::Principal;
-use state_api::catalog::{Operation, Profile};
-use state_api::{Api, ApiError, Outcome};
+use state_api::catalog::Operation;
+use state_api::{Api, ApiError, Options, Outcome};
 use state_core::ops::history::HistoryKind;
 use state_core::ops::kv::ListResult;
 use state_core::ops::watch::WatchRequest;
@@ -42,8 +42,10 @@ const RECORDS: [(&str, Option<HistoryKind>); 4] = [
 impl Target {
     /// The resource `uri` names, among the docs of `profiles` and the store's records. The id
     /// may be percent-encoded (as an RFC 6570 expansion of `{key}` encodes `/`) or not.
-    pub(crate) fn parse(uri: &str, profiles: &[Profile]) -> Option<Target> {
-        if let Some(doc) = docs::for_profiles(profiles).find(|doc| doc.uri == uri) {
+    /// Records of a kind whose read this server does not serve (`--tools`) are not resources
+    /// here either.
+    pub(crate) fn parse(uri: &str, options: &Options) -> Option<Target> {
+        if let Some(doc) = docs::for_profiles(&options.profiles).find(|doc| doc.uri == uri) {
             return Some(Target::Doc(doc));
         }
         let (kind, id) = RECORDS.iter().find_map(|(base, kind)| Some((*kind, uri.strip_prefix(base)?)))?;
@@ -51,12 +53,13 @@ impl Target {
         if id.is_empty() {
             return None;
         }
-        Some(match kind {
+        let target = match kind {
             None => Target::Key(id),
             Some(HistoryKind::Lease) => Target::Lease(id),
             Some(HistoryKind::Checkpoint) => Target::Checkpoint(id),
             _ => Target::Run(id),
-        })
+        };
+        target.read().is_some_and(|(op, _)| options.serves_group(op.spec().group)).then_some(target)
     }
 
     /// The read behind `resources/read`.
@@ -85,8 +88,13 @@ impl Target {
     }
 }
 
-pub(crate) fn templates() -> Vec<ResourceTemplate> {
-    vec![
+/// The templates of the record kinds this server serves.
+pub(crate) fn templates(options: &Options) -> Vec<ResourceTemplate> {
+    let served = |template: &ResourceTemplate| {
+        let example = template.uri_template.replace(['{', '}'], "");
+        Target::parse(&example, options).is_some()
+    };
+    let all = vec![
         ResourceTemplate::new("state://kv/{key}", "key")
             .with_title("A key")
             .with_description("A key's value, version and revision (state_get). Subscribe to hear when it changes.")
@@ -103,20 +111,21 @@ pub(crate) fn templates() -> Vec<ResourceTemplate> {
             .with_title("A checkpoint")
             .with_description("A saved checkpoint with its session's highlights and markdown context (checkpoint_restore, depth full).")
             .with_mime_type(JSON),
-    ]
+    ];
+    all.into_iter().filter(served).collect()
 }
 
 /// `resources/read`: a doc's text, or a record as the JSON its read tool returns.
 pub(crate) async fn read(
     api: &Api,
     principal: Option<&Principal>,
-    profiles: &[Profile],
+    options: &Options,
     uri: &str,
 ) -> Result<ResourceContents, McpError> {
     let not_found =
         |why: &str| McpError::resource_not_found(format!("no resource `{uri}`: {why}"), Some(json!({"uri": uri})));
-    let target = Target::parse(uri, profiles).ok_or_else(|| {
-        not_found("resources are the docs in resources/list and state://kv/{key}, state://workflow/{run_id}, state://lease/{resource_id}, state://checkpoint/{id}")
+    let target = Target::parse(uri, options).ok_or_else(|| {
+        not_found("resources are the docs in resources/list and the templates in resources/templates/list (those of the tools this server serves)")
     })?;
     let (op, args) = match (&target, target.read()) {
         (Target::Doc(doc), _) => return Ok(doc.contents()),
@@ -150,10 +159,12 @@ pub(crate) fn error_for(uri: &str, error: &ApiError) -> McpError {
 pub(crate) async fn list(
     api: &Api,
     principal: Option<&Principal>,
-    profiles: &[Profile],
+    options: &Options,
     cursor: Option<&str>,
 ) -> Result<(Vec<Resource>, Option<String>), McpError> {
     let prefixes: Vec<String> = match principal {
+        // Keys are listed only where keys are served.
+        _ if !options.serves_group(Operation::StateGet.spec().group) => Vec::new(),
         Some(principal) => principal.prefixes().to_vec(),
         None => vec![String::new()],
     };
@@ -167,7 +178,7 @@ pub(crate) async fn list(
         }
     };
     let mut resources: Vec<Resource> = match cursor {
-        None => docs::for_profiles(profiles).map(Doc::resource).collect(),
+        None => docs::for_profiles(&options.profiles).map(Doc::resource).collect(),
         Some(_) => Vec::new(),
     };
     while let Some(prefix) = prefixes.get(index) {

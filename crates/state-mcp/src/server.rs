@@ -108,7 +108,7 @@ impl StateServer {
         principal: Option<&Principal>,
     ) -> Result<Vec<subscriptions::Changes>, McpError> {
         let uris = requested.resource_subscriptions.as_deref().unwrap_or_default();
-        subscriptions::follow_all(&self.api, principal, &self.options.profiles, uris).await
+        subscriptions::follow_all(&self.api, principal, &self.options, uris).await
     }
 
     /// The groups this request's session enabled. A session is the legacy protocol's (one
@@ -307,7 +307,7 @@ impl ServerHandler for StateServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (resources, next) = resources::list(&self.api, principal(&context), &self.options.profiles, cursor).await?;
+        let (resources, next) = resources::list(&self.api, principal(&context), &self.options, cursor).await?;
         let mut result =
             ListResourcesResult::with_all_items(resources).with_ttl_ms(0).with_cache_scope(CacheScope::Private);
         result.next_cursor = next;
@@ -319,7 +319,7 @@ impl ServerHandler for StateServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        Ok(ListResourceTemplatesResult::with_all_items(resources::templates())
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates(&self.options))
             .with_ttl_ms(LIST_TTL_MS)
             .with_cache_scope(CacheScope::Public))
     }
@@ -329,7 +329,7 @@ impl ServerHandler for StateServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let contents = resources::read(&self.api, principal(&context), &self.options.profiles, &request.uri).await?;
+        let contents = resources::read(&self.api, principal(&context), &self.options, &request.uri).await?;
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
@@ -338,7 +338,7 @@ impl ServerHandler for StateServer {
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
         let mut accepted = requested.supported_by(&self.get_info().capabilities);
         if let Some(uris) = &mut accepted.resource_subscriptions {
-            uris.retain(|uri| Target::parse(uri, &self.options.profiles).is_some());
+            uris.retain(|uri| Target::parse(uri, &self.options).is_some());
         }
         Some(accepted)
     }
@@ -402,8 +402,7 @@ impl ServerHandler for StateServer {
                 None,
             ));
         }
-        let followed =
-            subscriptions::follow(&self.api, principal(&context), &self.options.profiles, &request.uri).await?;
+        let followed = subscriptions::follow(&self.api, principal(&context), &self.options, &request.uri).await?;
         let Some(resource) = followed else { return Ok(()) };
         let peer = context.peer.clone();
         let task = tokio::spawn(resource.forward(move |uri| {

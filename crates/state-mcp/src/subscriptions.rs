@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use rmcp::ErrorData as McpError;
 use state_api::auth::Principal;
-use state_api::catalog::Profile;
-use state_api::{Api, ErrorCode, Watcher};
+use state_api::{Api, ErrorCode, Options, Watcher};
 use state_core::ops::watch::WatchRequest;
 use tokio::task::AbortHandle;
 
@@ -94,7 +93,7 @@ impl Started {
 pub(crate) async fn follow_all(
     api: &Api,
     principal: Option<&Principal>,
-    profiles: &[Profile],
+    options: &Options,
     uris: &[String],
 ) -> Result<Vec<Changes>, McpError> {
     if uris.len() > MAX_LISTENED {
@@ -109,10 +108,10 @@ pub(crate) async fn follow_all(
     }
     let mut followed: Vec<Changes> = Vec::new();
     for uri in uris {
-        if Target::parse(uri, profiles).is_none() || followed.iter().any(|changes| &changes.uri == uri) {
+        if Target::parse(uri, options).is_none() || followed.iter().any(|changes| &changes.uri == uri) {
             continue;
         }
-        if let Some(changes) = follow(api, principal, profiles, uri).await? {
+        if let Some(changes) = follow(api, principal, options, uri).await? {
             followed.push(changes);
         }
     }
@@ -134,12 +133,12 @@ pub(crate) struct Changes {
 pub(crate) async fn follow(
     api: &Api,
     principal: Option<&Principal>,
-    profiles: &[Profile],
+    options: &Options,
     uri: &str,
 ) -> Result<Option<Changes>, McpError> {
-    let target = Target::parse(uri, profiles).ok_or_else(|| {
+    let target = Target::parse(uri, options).ok_or_else(|| {
         McpError::invalid_params(
-            format!("cannot subscribe to `{uri}`: subscribe to state://kv/{{key}}, state://workflow/{{run_id}} or state://lease/{{resource_id}}"),
+            format!("cannot subscribe to `{uri}`: subscribe to a resource of a template in resources/templates/list"),
             Some(serde_json::json!({"uri": uri})),
         )
     })?;

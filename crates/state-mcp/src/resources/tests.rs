@@ -2,7 +2,7 @@ use super::*;
 
 #[test]
 fn uris_name_keys_leases_and_runs_encoded_or_not() {
-    let native = [Profile::Native];
+    let native = Options::default();
     let parse = |uri: &str| Target::parse(uri, &native);
     assert_eq!(parse("state://kv/project/x/status"), Some(Target::Key("project/x/status".into())));
     assert_eq!(parse("state://kv/project%2Fx%2Fstatus"), Some(Target::Key("project/x/status".into())));
@@ -19,7 +19,7 @@ fn a_keys_uri_reads_back_as_the_key() {
     for key in ["project/x/status", "a b?c#d%e", "ü/ñ", "k:v@w"] {
         let uri = key_uri(key);
         assert!(!uri[11..].contains([' ', '?', '#']), "{uri}");
-        assert_eq!(Target::parse(&uri, &[Profile::Native]), Some(Target::Key(key.into())), "{uri}");
+        assert_eq!(Target::parse(&uri, &Options::default()), Some(Target::Key(key.into())), "{uri}");
     }
     assert_eq!(key_uri("project/x"), "state://kv/project/x", "readable where it can be");
 }

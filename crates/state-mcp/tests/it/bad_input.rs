@@ -87,6 +87,19 @@ fn protocol_garbage_is_survived() {
     assert_eq!(not_object["error"]["code"], -32602, "{not_object}");
     assert!(not_object["error"]["message"].as_str().unwrap().contains("tools/call"), "{not_object}");
 
+    // Ids that are neither a string nor an integer an id can be (issue 30: these got no answer
+    // at all, and the client waited forever): -32600, with a null id.
+    for id in [r#"{"a": 1}"#, "[1]", "1.5", "true", "null", "18446744073709551616", "18446744073709551615"] {
+        let line = format!(r#"{{"jsonrpc": "2.0", "id": {id}, "method": "tools/list"}}"#);
+        s.client.send_raw(&line).unwrap();
+        let refused = s.client.next_message(wait).unwrap();
+        assert_eq!(
+            (refused["error"]["code"].as_i64(), &refused["id"]),
+            (Some(-32600), &json!(null)),
+            "{id}: {refused}"
+        );
+    }
+
     // Still serving, with nothing written.
     let set = s.client.call("state_set", json!({"key": "alive", "value": true})).unwrap();
     assert_eq!(set.json()["revision"], 1);

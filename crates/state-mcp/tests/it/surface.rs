@@ -135,3 +135,26 @@ fn no_tools_at_all_is_a_choice() {
         assert_eq!(listed(&mut server).0, Vec::<String>::new(), "--tools {none:?}");
     }
 }
+
+/// `--tools kv` serves keys only (issue 30: lease and run resources were still read through
+/// resources/read): the other kinds' resources are neither listed as templates nor read.
+#[test]
+fn resources_follow_the_tools_served() {
+    let place = crate::Place::new();
+    let mut client = place.start(&["--tools", "kv"], state_e2e::ProtocolEra::Legacy);
+    let set = client.call("state_set", serde_json::json!({"key": "k", "value": 1})).unwrap();
+    assert!(!set.is_error, "{}", set.text);
+    let templates =
+        state_e2e::result_of(client.request("resources/templates/list", serde_json::json!({})).unwrap()).unwrap();
+    let uris: Vec<&str> =
+        templates["resourceTemplates"].as_array().unwrap().iter().map(|t| t["uriTemplate"].as_str().unwrap()).collect();
+    assert_eq!(uris, ["state://kv/{key}"], "{templates}");
+    let read = client.request("resources/read", serde_json::json!({"uri": "state://kv/k"})).unwrap();
+    assert!(state_e2e::result_of(read).is_ok());
+    for uri in ["state://lease/printer", "state://workflow/r-1", "state://checkpoint/c"] {
+        let refused = client.request("resources/read", serde_json::json!({"uri": uri})).unwrap();
+        assert!(refused.get("error").is_some(), "{uri}: {refused}");
+        let refused = client.request("resources/subscribe", serde_json::json!({"uri": uri})).unwrap();
+        assert_eq!(refused["error"]["code"], -32602, "{uri}: {refused}");
+    }
+}

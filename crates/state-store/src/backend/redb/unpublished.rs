@@ -60,11 +60,6 @@ impl<'a> HeldLog<'a> {
         !self.carried.is_empty()
     }
 
-    /// Bytes of entries and events the carried batches wrote.
-    pub(super) fn carried_bytes(&self) -> u64 {
-        self.carried_bytes
-    }
-
     /// A batch that wrote `written` bytes was appended: the transaction now carries it.
     pub(super) fn carry(&mut self, lsn: u64, payload: Vec<u8>, written: u64) {
         self.carried.push((lsn, payload));
