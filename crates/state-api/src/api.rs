@@ -69,8 +69,10 @@ impl Api {
         args: Value,
     ) -> Reply {
         let Some(principal) = principal else { return self.dispatch(op, args, request_id).await };
-        if let Err(refused) = self.authorize(principal, op, auth::needs(op, &args)).await {
-            return Reply::error(refused);
+        match self.authorize(principal, op, auth::needs(op, &args)).await {
+            Ok(()) => {}
+            Err(Denied::Refused(refused)) => return Reply::error(refused),
+            Err(Denied::NotYours(run_id)) => return self.as_if_absent(principal, op, args, &run_id).await,
         }
         let (args, request_id) = auth::scope_request_ids(principal, op, args, request_id);
         let mut reply = self.dispatch(op, args, request_id).await;
@@ -90,9 +92,16 @@ impl Api {
 
     /// Watches the changes `request` covers, for `principal` (`None`: full access). Fails at
     /// once if the token does not cover them or history after `after_revision` is compacted.
-    pub async fn watch(&self, principal: Option<&Principal>, request: WatchRequest) -> Result<Watcher, ApiError> {
+    pub async fn watch(&self, principal: Option<&Principal>, mut request: WatchRequest) -> Result<Watcher, ApiError> {
         if let Some(principal) = principal {
-            self.authorize(principal, Operation::StateWatch, auth::watch_needs(&request)).await?;
+            match self.authorize(principal, Operation::StateWatch, auth::watch_needs(&request)).await {
+                Ok(()) => {}
+                Err(Denied::Refused(refused)) => return Err(refused),
+                // Another tenant's run is watched as one that does not exist: nothing ever comes.
+                Err(Denied::NotYours(_)) => {
+                    request.key = Some(format!("absent-{:016x}{:016x}", rand_u64(), rand_u64()));
+                }
+            }
         }
         match &self.inner {
             Inner::Local(local) => local.watch(request).await.map(Watcher::local),
@@ -124,15 +133,46 @@ impl Api {
     }
 
     /// Refuses a call whose needs reach outside what `principal`'s token covers.
-    async fn authorize(&self, principal: &Principal, op: Operation, needs: Vec<Need>) -> Result<(), ApiError> {
+    async fn authorize(&self, principal: &Principal, op: Operation, needs: Vec<Need>) -> Result<(), Denied> {
         for need in needs {
             let run_name = match &need {
-                Need::Run(run_id, _) => self.run_name(run_id).await?,
+                Need::Run(run_id, _) => self.run_name(run_id).await.map_err(Denied::Refused)?,
                 _ => None,
             };
-            auth::check(principal, op, &need, run_name.as_deref())?;
+            if let Err(refused) = auth::check(principal, op, &need, run_name.as_deref()) {
+                // A run the token may read is refused openly (it knows the run exists); one it may
+                // not even read is answered as if absent.
+                return Err(match (need, run_name) {
+                    (Need::Run(run_id, _), Some(name)) if !principal.sees(&name) => Denied::NotYours(run_id),
+                    _ => Denied::Refused(refused),
+                });
+            }
         }
         Ok(())
+    }
+
+    /// The answer to a call on another tenant's run: the very answer a run that does not exist
+    /// gets, so that run ids (which can be guessed) tell a token nothing of others' runs. The
+    /// call runs against an id that names no run, put back as the id asked about.
+    async fn as_if_absent(&self, principal: &Principal, op: Operation, args: Value, run_id: &str) -> Reply {
+        let refused = || Reply::error(auth::not_covered(principal, op, &format!("run `{run_id}`")));
+        // Only where the run is the call's subject; a dependency named by a new run stays a
+        // refusal, since a run that waits on a missing one is still created.
+        if args.get("run_id").and_then(Value::as_str) != Some(run_id) {
+            return refused();
+        }
+        let absent = format!("absent-{:016x}{:016x}", rand_u64(), rand_u64());
+        if !matches!(self.run_name(&absent).await, Ok(None)) {
+            return refused();
+        }
+        let args = replace_strings(args, run_id, &absent);
+        let (args, request_id) = auth::scope_request_ids(principal, op, args, None);
+        let mut reply = self.dispatch(op, args, request_id).await;
+        reply.body = reply.body.map(|body| replace_strings(body, &absent, run_id));
+        if let Err(error) = &mut reply.body {
+            error.message = error.message.replace(&absent, run_id);
+        }
+        reply
     }
 
     /// A run's name, which decides who may touch it; `None` for a run that does not exist.
@@ -160,4 +200,30 @@ impl Api {
             Inner::Http(_) => {}
         }
     }
+}
+
+/// Why a call was not let through.
+enum Denied {
+    Refused(ApiError),
+    /// The call's run belongs to another tenant.
+    NotYours(String),
+}
+
+/// `value` with every string equal to `from` replaced by `to`.
+fn replace_strings(value: Value, from: &str, to: &str) -> Value {
+    match value {
+        Value::String(text) if text == from => Value::String(to.to_owned()),
+        Value::Array(items) => Value::Array(items.into_iter().map(|v| replace_strings(v, from, to)).collect()),
+        Value::Object(fields) => {
+            Value::Object(fields.into_iter().map(|(k, v)| (k, replace_strings(v, from, to))).collect())
+        }
+        other => other,
+    }
+}
+
+/// A number no caller can predict: the process's randomly keyed hasher, over the time.
+fn rand_u64() -> u64 {
+    use std::hash::BuildHasher;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    std::collections::hash_map::RandomState::new().hash_one(now.as_nanos())
 }

@@ -50,6 +50,11 @@ impl Principal {
         &self.prefixes
     }
 
+    /// Whether the token may at least read id `id`: whether it may know the id exists.
+    pub(crate) fn sees(&self, id: &str) -> bool {
+        self.covers(id, Right::Read)
+    }
+
     /// Whether the token covers id `id` with `right`.
     fn covers(&self, id: &str, right: Right) -> bool {
         self.right >= right && self.prefixes.iter().any(|p| id.starts_with(p.as_str()))
@@ -392,7 +397,12 @@ pub(crate) fn check(principal: &Principal, op: Operation, need: &Need, run_name:
     if allowed {
         return Ok(());
     }
-    Err(ApiError::new(
+    Err(not_covered(principal, op, &what))
+}
+
+/// The refusal of `op` on `what`, which `principal`'s token does not cover.
+pub(crate) fn not_covered(principal: &Principal, op: Operation, what: &str) -> ApiError {
+    ApiError::new(
         ErrorCode::Forbidden,
         format!(
             "token `{}` may not use `{}` on {what}: it covers {} with {} rights",
@@ -401,7 +411,7 @@ pub(crate) fn check(principal: &Principal, op: Operation, need: &Need, run_name:
             principal.scope(),
             name(principal.right)
         ),
-    ))
+    )
 }
 
 fn name(right: Right) -> &'static str {
