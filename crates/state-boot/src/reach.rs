@@ -14,9 +14,13 @@ use crate::flags::{NoDataDir, ServerArgs, StoreArgs};
 /// MCP clients cut tool calls.
 pub const SETTLE_FOR_SERVERS: Duration = Duration::from_secs(20);
 
-/// The same for a person at a prompt: long enough for an owner to be started or replaced,
-/// short enough to hear that nothing answers.
+/// The same for a person at a prompt: long enough for an owner to be started, short enough to
+/// hear that nothing answers. Never shorter than replacing a hung owner takes (see [`join`]).
 pub const SETTLE_AT_A_PROMPT: Duration = Duration::from_secs(5);
+
+/// What replacing a hung owner takes beyond noticing it: asking it to stop (it has 5 s to
+/// commit what it queued) and starting another.
+const TAKEOVER: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -71,6 +75,9 @@ pub fn standalone(store: &StoreArgs, db: &Path) -> Result<Api, ReachError> {
 /// answers, and saying in the log whose it is.
 pub async fn join(store: &StoreArgs, db: &Path, program: &str, settle: Duration) -> Result<Api, ReachError> {
     let client = format!("{program} {}", env!("CARGO_PKG_VERSION"));
+    // A call that gave up before a hung owner could be noticed and replaced would fail although
+    // the owner is replaced moments later.
+    let settle = settle.max(store.owner_hang_timeout.saturating_add(TAKEOVER));
     // The owner serves every operation: which tools or commands a client offers is its own
     // business.
     let config = store.join_config(db, Options::everything(), client, settle).map_err(ReachError::Launcher)?;

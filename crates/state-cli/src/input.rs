@@ -12,6 +12,9 @@ pub(crate) fn json(argument: Option<&str>, what: &str, raw: bool) -> Result<Valu
     if raw {
         return Ok(Value::String(text));
     }
+    if let Some(wide) = state_core::numbers::first_wide_integer(text.as_bytes()) {
+        bail!("the {what} holds {}", state_core::numbers::wide_integer_message(&wide));
+    }
     serde_json::from_str(&text).with_context(|| {
         format!("the {what} is not JSON; quote a string as '\"text\"', or pass --raw to store the text as a string")
     })

@@ -18,6 +18,7 @@ pub mod knowledge;
 pub mod kv;
 pub mod lease;
 pub mod limits;
+pub mod numbers;
 pub mod occ;
 pub mod ops;
 pub mod plan;

@@ -95,6 +95,16 @@ pub(crate) async fn body_in_time(
             );
         }
     };
+    if let Some(wide) = state_core::numbers::first_wide_integer(&body) {
+        // Answered as the JSON-RPC error stdio gives, to the request's id when it has one.
+        let id = serde_json::from_slice::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v.get("id").cloned())
+            .unwrap_or(serde_json::Value::Null);
+        let message = format!("Invalid params: {}", state_core::numbers::wide_integer_message(&wide));
+        let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": message}});
+        return axum::Json(error).into_response();
+    }
     next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(body))).await
 }
 

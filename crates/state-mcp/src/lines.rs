@@ -126,9 +126,6 @@ fn parse(line: &[u8]) -> Parsed {
             return Parsed::Refuse(None, ErrorData::new(ErrorCode::PARSE_ERROR, format!("Parse error: {e}"), None));
         }
     };
-    if let Some(call) = tool_call(&value) {
-        return Parsed::Message(Box::new(call));
-    }
     // An id that is there but neither a string nor an integer rmcp can hold (an object, an
     // array, a fraction, a bool, null, 2^64): the sender waits for an answer it would never get
     // if this were taken for a notification. The answer's id is null, as none can be echoed.
@@ -138,6 +135,14 @@ fn parse(line: &[u8]) -> Parsed {
         let shown: String = raw.to_string().chars().take(40).collect();
         let message = format!("Invalid request: `id` must be a string or an integer from -2^63 to 2^63-1, not {shown}");
         return Parsed::Refuse(None, ErrorData::invalid_request(message, None));
+    }
+    if let Some(wide) = state_core::numbers::first_wide_integer(line) {
+        let id = value.get("id").and_then(|id| RequestId::deserialize(id).ok());
+        let message = format!("Invalid params: {}", state_core::numbers::wide_integer_message(&wide));
+        return Parsed::Refuse(id, ErrorData::invalid_params(message, None));
+    }
+    if let Some(call) = tool_call(&value) {
+        return Parsed::Message(Box::new(call));
     }
     let id = value.get("id").and_then(|id| RequestId::deserialize(id).ok());
     let method = value.get("method").and_then(Value::as_str).map(str::to_owned);

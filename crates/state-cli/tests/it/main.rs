@@ -565,3 +565,28 @@ fn doctor_says_what_is_wrong_and_what_to_do() {
     assert!(broken.stdout.contains("FAIL  sockets") && broken.stdout.contains("chmod 700"), "{}", broken.stdout);
     std::fs::set_permissions(&p.runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
 }
+
+/// The probe's stopped owner (issue 30): `statectl` gave up after 5 s, before the hang
+/// timeout let it replace the owner, and failed a call the next one would have served. Its
+/// deadline now outlasts a takeover.
+#[test]
+fn statectl_against_a_stopped_owner_replaces_it_and_succeeds() {
+    let place = Place::new();
+    place.json(&["put", "k", "1"], 0);
+    let note = std::fs::read_to_string(place.db.with_file_name("s.redb.holder")).unwrap();
+    let hung = serde_json::from_str::<Value>(&note).unwrap()["pid"].as_u64().unwrap().to_string();
+    assert!(Command::new("kill").args(["-STOP", &hung]).status().unwrap().success());
+    let mut command = place.command(&["--json", "get", "k"]);
+    let out = command.output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["value"], 1);
+    // The stopped owner was asked to stop (with SIGCONT, so it hears it) and is gone.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while Path::new(&format!("/proc/{hung}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{hung}/stat")).unwrap_or_default().contains(") Z")
+    {
+        assert!(std::time::Instant::now() < deadline, "the stopped owner {hung} is still there");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

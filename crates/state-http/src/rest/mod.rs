@@ -129,6 +129,9 @@ fn arguments(
 ) -> Result<Map<String, Value>, ApiError> {
     let route = &prepared.route;
     let invalid = |message: String| ApiError::new(ErrorCode::InvalidArguments, message);
+    if let Some(wide) = state_core::numbers::first_wide_integer(body) {
+        return Err(invalid(state_core::numbers::wide_integer_message(&wide)));
+    }
     let mut args = match route.body {
         Body::Args if body.is_empty() => Map::new(),
         Body::Args => match serde_json::from_slice::<Value>(body) {
@@ -230,6 +233,10 @@ async fn run_call(
 ) -> Response {
     if let Some(refused) = not_served(&service, op) {
         return refused;
+    }
+    if let Some(wide) = state_core::numbers::first_wide_integer(&body) {
+        let error = ApiError::new(ErrorCode::InvalidArguments, state_core::numbers::wide_integer_message(&wide));
+        return problem::problem(StatusCode::BAD_REQUEST, &error);
     }
     let args = if body.is_empty() {
         Value::Object(Map::new())

@@ -205,6 +205,18 @@ fn non_finite_numbers_are_refused_not_read_as_absent() {
         assert!(body["detail"].as_str().unwrap().contains("ttl_seconds"), "{body}");
     }
     problem(&http.get("/v1/kv/forever").unwrap(), 404, "not_found");
+    // An integer past 64 bits would come back as another number: refused, on every route.
+    let wide = b"{\"n\": 18446744073709551616}";
+    let response = http.request("PUT", "/v1/kv/wide", &[], Some(wide)).unwrap();
+    let body = problem(&response, 400, "invalid_arguments");
+    assert!(body["detail"].as_str().unwrap().contains("does not fit in 64 bits"), "{body}");
+    let call = br#"{"key": "wide", "value": -9223372036854775809}"#;
+    let response = http.request("POST", "/v1/call/native/state_set", &[], Some(call)).unwrap();
+    problem(&response, 400, "invalid_arguments");
+    problem(&http.get("/v1/kv/wide").unwrap(), 404, "not_found");
+    // The edges of the 64-bit ranges are kept exactly.
+    expect(&http.request("PUT", "/v1/kv/edge", &[], Some(b"18446744073709551615")).unwrap(), 200);
+    assert_eq!(expect(&http.get("/v1/kv/edge").unwrap(), 200)["value"], serde_json::json!(u64::MAX));
 }
 
 #[test]

@@ -100,6 +100,14 @@ fn protocol_garbage_is_survived() {
         );
     }
 
+    // An integer past 64 bits would be stored as a double and read back as another number
+    // (issue 30): refused, naming it, and nothing is written.
+    let line = r#"{"jsonrpc": "2.0", "id": 90, "method": "tools/call", "params": {"name": "state_set", "arguments": {"key": "big", "value": 18446744073709551617}}}"#;
+    s.client.send_raw(line).unwrap();
+    let wide = s.client.next_message(wait).unwrap();
+    assert_eq!((wide["error"]["code"].as_i64(), &wide["id"]), (Some(-32602), &json!(90)), "{wide}");
+    assert!(wide["error"]["message"].as_str().unwrap().contains("18446744073709551617"), "{wide}");
+
     // Still serving, with nothing written.
     let set = s.client.call("state_set", json!({"key": "alive", "value": true})).unwrap();
     assert_eq!(set.json()["revision"], 1);
