@@ -1,6 +1,7 @@
 //! The engine against a model: a map of what every key must hold. The input is a script of
 //! writes (plain, compare-and-set, delete, transaction, with TTLs), reads, clock advances,
-//! crashes (the store closed and reopened from its file) and a disk that refuses writes. After
+//! restarts (the store closed and reopened from its file, by its name or through a symbolic
+//! link to it) and a disk that refuses writes. After
 //! every step the store must agree with the model: every acknowledged write there, nothing
 //! refused applied, expiry at the instant the clock passes it, revisions only ever rising.
 
@@ -82,6 +83,9 @@ pub(crate) fn run(data: &[u8]) {
     let shm = Path::new("/dev/shm");
     let dir = if shm.is_dir() { tempfile::tempdir_in(shm) } else { tempfile::tempdir() }.unwrap();
     let path = dir.path().join("model.redb");
+    let alias = dir.path().join("alias.redb");
+    // Made before the database: the link names a file the first open creates.
+    std::os::unix::fs::symlink(&path, &alias).unwrap();
     let clock = ManualClock::new(UnixMillis(1_700_000_000_000));
     let faults = Arc::new(Faults::default());
     let mut store = open(&path, &clock, &faults);
@@ -169,10 +173,10 @@ pub(crate) fn run(data: &[u8]) {
                 model.now += step;
             }
             7 => {
-                // A crash: the process goes, the file stays; a new one opens it.
+                // A restart: the process goes, the file stays; a new one opens it, by either name.
                 runtime.block_on(store.engine.close());
                 drop(store);
-                store = open(&path, &clock, &faults);
+                store = open(if arg % 2 == 0 { &path } else { &alias }, &clock, &faults);
                 compare_all(&store, &model, faults.disk_full.load(Ordering::SeqCst));
             }
             _ => {

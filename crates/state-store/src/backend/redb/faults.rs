@@ -116,6 +116,9 @@ impl RedbBackend {
     /// Opens (or creates) the database at `path` on a file that fails as `faults` say, its log
     /// on the same disk, and reopens it the same way after a failed write.
     pub fn open_with_faults(path: &Path, faults: Arc<Faults>) -> Result<RedbBackend, OpenError> {
+        // Named as a real open names it: every alias of the file reaches the same log.
+        let path = &crate::files::database_path(path)
+            .map_err(|source| OpenError::CreateDir { path: path.to_owned(), source })?;
         let log: OpenLog = {
             let (create, path, faults) = (log_file(path), super::wal::log_path(path), faults.clone());
             Box::new(move || {
