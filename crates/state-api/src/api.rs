@@ -72,7 +72,9 @@ impl Api {
         match self.authorize(principal, op, auth::needs(op, &args)).await {
             Ok(()) => {}
             Err(Denied::Refused(refused)) => return Reply::error(refused),
-            Err(Denied::NotYours(run_id)) => return self.as_if_absent(principal, op, args, &run_id).await,
+            Err(Denied::NotYours(run_id)) => {
+                return self.as_if_absent(principal, op, args, request_id, &run_id).await;
+            }
         }
         let (args, request_id) = auth::scope_request_ids(principal, op, args, request_id);
         let mut reply = self.dispatch(op, args, request_id).await;
@@ -153,12 +155,20 @@ impl Api {
 
     /// The answer to a call on another tenant's run: the very answer a run that does not exist
     /// gets, so that run ids (which can be guessed) tell a token nothing of others' runs. The
-    /// call runs against an id that names no run, put back as the id asked about.
-    async fn as_if_absent(&self, principal: &Principal, op: Operation, args: Value, run_id: &str) -> Reply {
+    /// call runs against an id that names no run wherever it named that run (its subject, a
+    /// history's or a watch's key), put back as the id asked about in the answer. A new run's
+    /// dependency stays a refusal: a run waiting on a stand-in would show it when read back.
+    async fn as_if_absent(
+        &self,
+        principal: &Principal,
+        op: Operation,
+        args: Value,
+        request_id: Option<String>,
+        run_id: &str,
+    ) -> Reply {
         let refused = || Reply::error(auth::not_covered(principal, op, &format!("run `{run_id}`")));
-        // Only where the run is the call's subject; a dependency named by a new run stays a
-        // refusal, since a run that waits on a missing one is still created.
-        if args.get("run_id").and_then(Value::as_str) != Some(run_id) {
+        let depends = args.get("depends_on").and_then(Value::as_array);
+        if depends.is_some_and(|runs| runs.iter().any(|run| run.as_str() == Some(run_id))) {
             return refused();
         }
         let absent = format!("absent-{:016x}{:016x}", rand_u64(), rand_u64());
@@ -166,7 +176,14 @@ impl Api {
             return refused();
         }
         let args = replace_strings(args, run_id, &absent);
-        let (args, request_id) = auth::scope_request_ids(principal, op, args, None);
+        // The rest of what the call touches is checked as always.
+        if let Err(denied) = Box::pin(self.authorize(principal, op, auth::needs(op, &args))).await {
+            return match denied {
+                Denied::Refused(refused) => Reply::error(refused),
+                Denied::NotYours(other) => Box::pin(self.as_if_absent(principal, op, args, request_id, &other)).await,
+            };
+        }
+        let (args, request_id) = auth::scope_request_ids(principal, op, args, request_id);
         let mut reply = self.dispatch(op, args, request_id).await;
         reply.body = reply.body.map(|body| replace_strings(body, &absent, run_id));
         if let Err(error) = &mut reply.body {

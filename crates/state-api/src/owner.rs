@@ -31,10 +31,16 @@ use crate::wire::{
 /// How long a connecting client has to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Calls one connection may have running at once (a long poll counts until it ends). Past it,
-/// the connection's next call is not read until one ends: the client waits, the owner holds
-/// nothing more.
+/// Calls one connection may have running at once (a long poll counts until its reply is
+/// written). Past it, a call is answered `unavailable` at once (the connection is still read,
+/// so its pings are answered): the owner holds nothing more.
 const MAX_CALLS_IN_FLIGHT: usize = 1024;
+
+/// Watches one connection may have open (a joined `state-http` carries all its callers').
+const MAX_WATCHES_PER_CONNECTION: usize = 4096;
+
+/// Pings and backups one connection may have running at once.
+const MAX_CONTROL_IN_FLIGHT: usize = 16;
 
 /// Bytes of replies a connection may have waiting to be written (its client not reading them)
 /// before its next call is read.
@@ -303,6 +309,7 @@ async fn serve_connection(stream: UnixStream, shared: &Shared) {
     // Backpressure, not buffering: a client that sends calls and never reads their replies
     // stops being read itself.
     let calls = Arc::new(tokio::sync::Semaphore::new(MAX_CALLS_IN_FLIGHT));
+    let control = Arc::new(tokio::sync::Semaphore::new(MAX_CONTROL_IN_FLIGHT));
     let unsent = Arc::new(Unsent::default());
     loop {
         unsent.wait_below(MAX_UNSENT_REPLY_BYTES).await;
@@ -322,30 +329,46 @@ async fn serve_connection(stream: UnixStream, shared: &Shared) {
             }
         };
         if let Some(request) = call.watch {
+            if watches.len() >= MAX_WATCHES_PER_CONNECTION {
+                watches.retain(|_, (task, _)| !task.is_finished());
+            }
+            if watches.len() >= MAX_WATCHES_PER_CONNECTION {
+                let busy = busy(format!("this connection has {MAX_WATCHES_PER_CONNECTION} watches open"));
+                let frame = ReplyFrame { end: true, ..ReplyFrame::new(call.id, Reply::error(busy)) };
+                reply_now(&write, &unsent, &frame);
+                continue;
+            }
             let credit = Arc::new(Credit::new(call.window));
             let task = tokio::spawn(serve_watch(shared.local.clone(), write.clone(), call.id, request, credit.clone()));
             watches.insert(call.id, (task.abort_handle(), credit));
             continue;
         }
-        if call.ping {
+        if call.ping || call.backup.is_some() {
+            // Each waits on the writer or reads the whole store: a few at a time per connection.
+            let Ok(permit) = control.clone().try_acquire_owned() else {
+                let busy = busy(format!("this connection has {MAX_CONTROL_IN_FLIGHT} pings and backups running"));
+                reply_now(&write, &unsent, &ReplyFrame::new(call.id, Reply::error(busy)));
+                continue;
+            };
             let (local, write, id) = (shared.local.clone(), write.clone(), call.id);
-            tokio::spawn(async move {
-                let reply = match local.ping().await {
-                    Ok(()) => Reply::result(Outcome::Ok, serde_json::json!({})),
-                    Err(error) => Reply::error(error),
-                };
-                send(&write, &ReplyFrame::new(id, reply)).await;
-            });
-            continue;
-        }
-        if let Some(path) = call.backup {
-            let (local, write, id) = (shared.local.clone(), write.clone(), call.id);
+            let Some(path) = call.backup else {
+                tokio::spawn(async move {
+                    let reply = match local.ping().await {
+                        Ok(()) => Reply::result(Outcome::Ok, serde_json::json!({})),
+                        Err(error) => Reply::error(error),
+                    };
+                    send(&write, &ReplyFrame::new(id, reply)).await;
+                    drop(permit);
+                });
+                continue;
+            };
             tokio::spawn(async move {
                 let reply = match local.backup(path).await {
                     Ok(taken) => Reply::result(Outcome::Ok, taken),
                     Err(error) => Reply::error(error),
                 };
                 send(&write, &ReplyFrame::new(id, reply)).await;
+                drop(permit);
             });
             continue;
         }
@@ -361,7 +384,13 @@ async fn serve_connection(stream: UnixStream, shared: &Shared) {
             }
             continue;
         }
-        let Ok(permit) = calls.clone().acquire_owned().await else { break };
+        // Never a wait here: this loop must go on reading the connection's pings, or a joiner
+        // whose long polls fill every place would take a busy owner for a hung one.
+        let Ok(permit) = calls.clone().try_acquire_owned() else {
+            let busy = busy(format!("this connection has {MAX_CALLS_IN_FLIGHT} calls running on the owner"));
+            reply_now(&write, &unsent, &ReplyFrame::new(call.id, Reply::error(busy)));
+            continue;
+        };
         let replying = Replying { write: write.clone(), unsent: unsent.clone(), _permit: permit };
         let mut answer = Box::pin(answer(shared.local.clone(), allowed.clone(), replying, call));
         // Most calls (point reads) finish without waiting: answer those here, saving a task
@@ -471,6 +500,24 @@ async fn send(write: &SharedWrite, frame: &ReplyFrame) -> bool {
 
 fn encode_frame(frame: &ReplyFrame) -> Option<Vec<u8>> {
     wire::encode(frame).inspect_err(|error| tracing::error!(%error, "cannot encode a frame")).ok()
+}
+
+/// The refusal of a call past one of a connection's bounds (`what` it already has).
+fn busy(what: String) -> ApiError {
+    ApiError::new(ErrorCode::Unavailable, format!("{what}, the most it may: retry once some have ended"))
+}
+
+/// Writes `frame` from a task of its own, counted as unsent until written: the reading loop
+/// never waits on a write.
+fn reply_now(write: &SharedWrite, unsent: &Arc<Unsent>, frame: &ReplyFrame) {
+    let Some(bytes) = encode_frame(frame) else { return };
+    unsent.bytes.fetch_add(bytes.len(), std::sync::atomic::Ordering::SeqCst);
+    let (write, unsent) = (write.clone(), unsent.clone());
+    tokio::spawn(async move {
+        drop(write.lock().await.write_all(&bytes).await);
+        unsent.bytes.fetch_sub(bytes.len(), std::sync::atomic::Ordering::SeqCst);
+        unsent.drained.notify_waiters();
+    });
 }
 
 /// Bytes of replies waiting to be written on one connection.
@@ -588,13 +635,22 @@ pub fn main(
     start_logging: impl FnOnce(crate::CappedLog),
 ) -> Result<OwnerExit, MainError> {
     let db = config.db.clone();
-    if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
-        state_store::files::create_private_dir_all(dir)
-            .map_err(|source| MainError::Setup { path: dir.to_owned(), source })?;
-    }
     let log_path = crate::owner_log_path(&db);
-    let log = crate::CappedLog::open(&log_path, crate::DEFAULT_LOG_CAP)
-        .map_err(|source| MainError::Setup { path: log_path.clone(), source })?;
+    let prepared = prepare(&db, &log_path);
+    let log = match prepared {
+        Ok(log) => log,
+        Err(error) => {
+            // The process that launched this owner waits for a line: it hears why at once,
+            // instead of finding nobody listening when its deadline passes.
+            if notify_ready {
+                let line = Readiness { fatal: true, message: error.to_string(), ..Readiness::default() };
+                if let Ok(text) = serde_json::to_string(&line) {
+                    println!("{text}");
+                }
+            }
+            return Err(error);
+        }
+    };
     start_logging(log);
     // One thread for the protocol: a call is microseconds of parsing and encoding, while
     // commits run on the engine's writer thread and scans on the blocking pool. A single
@@ -611,11 +667,35 @@ pub fn main(
     Ok(exit)
 }
 
+/// What to do about a setup failure a user can fix.
+fn setup_hint(path: &Path, source: &std::io::Error) -> String {
+    if source.kind() != std::io::ErrorKind::PermissionDenied {
+        return String::new();
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    format!(
+        ". This user (uid {}) cannot write in {}: give --db (or STATE_DB) a path in a directory you can write, \
+         or have that directory's owner grant write access",
+        uid(),
+        dir.display()
+    )
+}
+
+/// The database's directory and the owner's log beside it.
+fn prepare(db: &Path, log_path: &Path) -> Result<crate::CappedLog, MainError> {
+    if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
+        state_store::files::create_private_dir_all(dir)
+            .map_err(|source| MainError::Setup { path: dir.to_owned(), source })?;
+    }
+    crate::CappedLog::open(log_path, crate::DEFAULT_LOG_CAP)
+        .map_err(|source| MainError::Setup { path: log_path.to_owned(), source })
+}
+
 /// Why `<binary> owner` could not run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MainError {
-    #[error("cannot prepare {}: {source}", path.display())]
+    #[error("cannot prepare {}: {source}{}", path.display(), setup_hint(path, source))]
     Setup { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
     Owner(#[from] OwnerError),

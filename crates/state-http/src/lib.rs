@@ -110,7 +110,7 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
                 .layer(middleware::from_fn(mcp::closed_session_answer))
                 .layer(middleware::from_fn_with_state(config.request_timeout, mcp::body_in_time))
                 .layer(middleware::from_fn(sessions::admit))
-                .layer(middleware::from_fn_with_state(mcp_handler.clone(), mcp::listen_first))
+                .layer(middleware::from_fn_with_state((mcp_handler.clone(), service.quotas.clone()), mcp::listen_first))
                 .service(mcp::service(&mcp_handler, &config.mcp, &config.browser, shutdown)),
         )
         // Inside authentication: a request counts against the caller it authenticated as.

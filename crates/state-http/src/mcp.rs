@@ -113,7 +113,7 @@ pub(crate) async fn body_in_time(
 /// are followed here first (2026-07-28 requests name their method in `Mcp-Method`; others pass
 /// untouched).
 pub(crate) async fn listen_first(
-    axum::extract::State(handler): axum::extract::State<StateServer>,
+    axum::extract::State((handler, quotas)): axum::extract::State<(StateServer, Arc<crate::quotas::Quotas>)>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
@@ -122,6 +122,12 @@ pub(crate) async fn listen_first(
     if !listening {
         return next.run(request).await;
     }
+    // A listen's stream counts against its caller's watch streams, as a /v1/watch does.
+    let peer = request.extensions().get::<crate::quotas::Peer>().copied();
+    let held = match quotas.watch(request.extensions().get::<Principal>(), peer) {
+        Ok(held) => held,
+        Err(refused) => return crate::quotas::too_many(refused),
+    };
     let (mut parts, body) = request.into_parts();
     // The body limit outside bounds this read; over it, the answer is the limit's.
     let body = match axum::body::to_bytes(body, usize::MAX).await {
@@ -132,5 +138,6 @@ pub(crate) async fn listen_first(
     if let Some(refused) = handler.start_listen(&body, principal.as_ref(), &mut parts.extensions).await {
         return axum::Json(refused).into_response();
     }
-    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(body))).await
+    let response = next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(body))).await;
+    response.map(|body| axum::body::Body::new(crate::quotas::Holding { body, _held: held }))
 }

@@ -82,6 +82,20 @@ pub fn database_path(path: &Path) -> io::Result<PathBuf> {
         let parent = absolute.parent().unwrap_or(Path::new("/")).to_owned();
         match std::fs::symlink_metadata(&absolute) {
             Ok(meta) if meta.file_type().is_symlink() => {
+                // Followed only if this user (or root) made it: one another user planted in a
+                // shared directory would send the database where they chose.
+                let me = rustix::process::geteuid().as_raw();
+                if meta.uid() != me && meta.uid() != 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        format!(
+                            "{} is a symbolic link made by uid {}, not by this user (uid {me}); a store does not \
+                             follow it. Remove it, or use a path of your own",
+                            absolute.display(),
+                            meta.uid()
+                        ),
+                    ));
+                }
                 // A link to a file not made yet names where it will be.
                 absolute = parent.join(std::fs::read_link(&absolute)?);
                 continue;

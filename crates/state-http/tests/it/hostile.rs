@@ -261,8 +261,9 @@ fn a_scoped_token_learns_nothing_of_other_tenants_or_of_the_store() {
     let a = server.client().with_token(crate::TEAM_A);
     let run = expect(&admin.json("POST", "/v1/workflows", &json!({"name": "team-b/payroll-export"})).unwrap(), 200);
     let run_id = run["run_id"].as_str().unwrap();
+    // Answered as a run that does not exist (404), telling nothing of it.
     let refused = a.get(&format!("/v1/workflows/{run_id}")).unwrap();
-    let body = problem(&refused, 403, "forbidden");
+    let body = problem(&refused, 404, "not_found");
     assert!(!refused.text().contains("payroll") && !refused.text().contains("team-b"), "{body}");
     // Depending on another tenant's run would read its outcome through waiting_on and
     // blocked_by; a dedupe key shared with its runs would hand back its run id and name.

@@ -161,8 +161,13 @@ fn a_client_that_never_reads_its_answers_grows_neither_its_server_nor_the_owner(
         }
         4001
     });
-    std::thread::sleep(std::time::Duration::from_secs(8));
+    // Longer than the hang timeout (10 s): a client that does not read is no reason for its
+    // server to take the owner for hung.
+    std::thread::sleep(std::time::Duration::from_secs(13));
     let (server_rss, owner_rss) = (rss_of(silent.id()), rss_of(owner));
+    let now = std::fs::read_to_string(place.db.with_file_name("state.redb.holder")).unwrap();
+    let now: u32 = serde_json::from_str::<serde_json::Value>(&now).unwrap()["pid"].as_u64().unwrap() as u32;
+    assert_eq!(now, owner, "the owner was replaced");
     assert!(server_rss < 300 << 20, "the client's server holds {} MB", server_rss >> 20);
     assert!(owner_rss < 300 << 20, "the owner holds {} MB", owner_rss >> 20);
     // Others are still served by the owner meanwhile.

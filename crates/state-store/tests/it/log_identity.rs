@@ -221,6 +221,47 @@ async fn an_older_copy_of_the_log_put_back_is_refused() {
     });
 }
 
+/// The child for crashes while a store opens: opens `LOGID_OPEN` with a failpoint armed.
+#[test]
+fn child_opens_and_dies() {
+    let Ok(db) = std::env::var("LOGID_OPEN") else { return };
+    let opened = RedbBackend::open(Path::new(&db));
+    panic!("the failpoint did not fire: {:?}", opened.map(|_| ()));
+}
+
+/// Opens `db` in a child that aborts at `point`; returns once it died there.
+fn crash_while_opening(db: &Path, point: &str) {
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "log_identity::child_opens_and_dies", "--nocapture"])
+        .env("LOGID_OPEN", db)
+        .env("STATE_FAILPOINT", format!("{point}:1"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.signal(), Some(6), "the child died at {point}: {status}");
+}
+
+/// The review's case: an open whose log held nothing of this database's committed that the
+/// store needs its log before the log had a header, so a crash there (or a full disk) left a
+/// store that would never open again. A new database, and a log deleted after a clean close.
+#[test]
+fn a_crash_while_a_store_opens_never_leaves_it_refusing_itself() {
+    if std::env::var_os("LOGID_OPEN").is_some() || std::env::var_os("LOGID_DB").is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new.redb");
+    crash_while_opening(&db, "opened-durable");
+    drop(RedbBackend::open(&db).unwrap_or_else(|e| panic!("a new store after a crash while opening: {e}")));
+
+    let db = dir.path().join("closed.redb");
+    drop(RedbBackend::open(&db).unwrap());
+    std::fs::remove_file(log_of(&db)).unwrap();
+    crash_while_opening(&db, "opened-durable");
+    drop(RedbBackend::open(&db).unwrap_or_else(|e| panic!("a closed store after a crash while opening: {e}")));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_clean_close_the_log_is_not_needed() {
     let dir = tempfile::tempdir().unwrap();
@@ -255,6 +296,14 @@ fn links_and_other_users_files_planted_beside_a_database_are_not_used() {
 
     // Another user's files: only root can make one here, as CI runs.
     if rustix::process::geteuid().is_root() {
+        // A link another user planted where a database is to be is not followed.
+        let planted = dir.path().join("planted.redb");
+        std::os::unix::fs::symlink(dir.path().join("theirs-target.redb"), &planted).unwrap();
+        std::os::unix::fs::lchown(&planted, Some(65534), Some(65534)).unwrap();
+        let error = refusal(&planted);
+        assert!(error.contains("symbolic link made by uid 65534"), "{error}");
+        assert!(!dir.path().join("theirs-target.redb").exists(), "nothing made where it points");
+
         let theirs = dir.path().join("theirs.redb");
         std::fs::write(log_of(&theirs), vec![0u8; 8192]).unwrap();
         std::os::unix::fs::chown(log_of(&theirs), Some(65534), Some(65534)).unwrap();

@@ -133,8 +133,7 @@ impl RedbBackend {
     }
 
     fn open_file(path: &Path, role: &str, loss: LogLoss) -> Result<RedbBackend, OpenError> {
-        let path =
-            files::database_path(path).map_err(|source| OpenError::CreateDir { path: path.to_owned(), source })?;
+        let path = files::database_path(path).map_err(|source| OpenError::File { path: path.to_owned(), source })?;
         // Made here, private, before redb (which would create it with the umask's mode) fills
         // it in; checked here for the message, and again by every reopen.
         open_database_file(&path).map_err(|source| OpenError::File { path: path.clone(), source })?;
@@ -250,6 +249,13 @@ impl RedbBackend {
                 "the database file is older than its log (restored from a backup?); the log starts over from it"
             );
         }
+        // A log that holds nothing of this database's (none was there, or another's empty one
+        // is taken over) gets a header naming it first: were the commit below made first, a
+        // crash or a full disk before the header would leave a store that requires a log it
+        // never had.
+        if wal.found().is_none_or(|found| found.store != Some(store)) {
+            wal.start_over(applied + 1).map_err(|e| log_error(&log.path, e))?;
+        }
         // From here on the log may hold writes the file lacks: a later open needs this log.
         let marks = [
             (identity::META_STORE_ID, store),
@@ -257,6 +263,7 @@ impl RedbBackend {
             (identity::META_LOG_OPEN, 1),
         ];
         durable_commit(db, &marks, self.path.as_deref())?;
+        failpoint::crash_at("opened-durable");
         self.undurable.store(0, Ordering::Relaxed);
         wal.start_over(applied + 1).map_err(|e| log_error(&log.path, e))?;
         if replayed > 0 {
@@ -596,9 +603,9 @@ fn open_database_file(path: &Path) -> std::io::Result<std::fs::File> {
 /// Renames a log that is not to be replayed out of the way, keeping it for whoever wants what
 /// it holds. Returns its new name.
 fn set_aside(log: &Path) -> Result<PathBuf, StorageError> {
-    let seconds = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let mut name = log.as_os_str().to_owned();
-    name.push(format!(".set-aside-{seconds}"));
+    name.push(format!(".set-aside-{}.{:09}", now.as_secs(), now.subsec_nanos()));
     let aside = PathBuf::from(name);
     std::fs::rename(log, &aside)
         .map_err(|e| StorageError::Io(format!("cannot move {} aside to {}: {e}", log.display(), aside.display())))?;

@@ -231,10 +231,12 @@ impl Wal {
                 Read::Record(record, next) => (record, next),
                 Read::Nothing => break,
                 Read::PastEnd => {
-                    // The log only ever grows in whole steps of zeros, so a file that ends
-                    // inside one, where a record should go on, was cut by someone. (A crash
-                    // while growing leaves zeros where the next record goes, not the end.)
-                    if len % GROW_BYTES != 0 {
+                    // A log of this format always keeps a zeroed slot past its last record
+                    // (see `append`), so reading that runs into the end of the file means the
+                    // file was cut by someone. (A crash while growing leaves zeros where the next
+                    // record goes, not the end.) A log of the first format did not: one that
+                    // ends inside a growth step of zeros was cut.
+                    if header.store.is_some() || len % GROW_BYTES != 0 {
                         tail = Tail::CutShort { len };
                     }
                     break;
@@ -343,7 +345,9 @@ impl Wal {
                 self.grow_to(self.end + total).and_then(|()| self.file.write_at(self.end, &bytes[..bytes.len() / 2]));
             std::process::abort();
         }
-        if let Err(error) = self.grow_to(self.end + total) {
+        // A zeroed slot always follows the last record, so the end of the file is never where
+        // records stop, unless the file was cut (see `open`).
+        if let Err(error) = self.grow_to(self.end + total + ALIGN) {
             self.damaged = true;
             return Err(LogError::Io(error));
         }
@@ -384,13 +388,20 @@ impl Wal {
         let header =
             Header { epoch: self.header.epoch + 1, salt: random_salt(), first_lsn: next_lsn, store: Some(self.store) };
         let slot = 1 - self.slot;
-        self.grow_to(DATA_START)?;
+        self.grow_to(DATA_START + ALIGN)?;
         if super::failpoint::reached("torn-header") {
             let _ = self.file.write_at(HEADER_SLOTS[slot], &encode_header(&header)[..HEADER_BYTES / 2]);
             std::process::abort();
         }
-        self.file.write_at(HEADER_SLOTS[slot], &encode_header(&header))?;
-        self.file.sync()?;
+        // The new header may reach the disk even when its write or sync reports a failure:
+        // appends under the old salt would then be unreadable after a crash, so none are made
+        // until a start over succeeds.
+        if let Err(error) =
+            self.file.write_at(HEADER_SLOTS[slot], &encode_header(&header)).and_then(|()| self.file.sync())
+        {
+            self.damaged = true;
+            return Err(LogError::Io(error));
+        }
         self.header = header;
         self.slot = slot;
         self.end = DATA_START;

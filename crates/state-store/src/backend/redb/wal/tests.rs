@@ -308,6 +308,11 @@ fn a_file_cut_inside_its_records_is_told_from_a_torn_append() {
         assert_eq!(records.len(), 3);
         assert_eq!(wal.tail(), Tail::CutShort { len: cut as u64 }, "cut at {cut}");
     }
+    // Cut right after the last record: every record is there, but the zeroed slot that always
+    // follows the last one is not, so the file was cut (a record may have followed).
+    let (wal, records) = open(&Bytes::with(full[..wal.end as usize].to_vec())).unwrap();
+    assert_eq!(records.len(), 6);
+    assert_eq!(wal.tail(), Tail::CutShort { len: wal.end });
     // A crash while the file grew leaves zeros where the next record goes: not a cut.
     let mut grown = full.clone();
     grown.extend_from_slice(&[0u8; 64 * 1024]);
