@@ -25,16 +25,12 @@ use crate::options::Options;
 use crate::paths::{PathError, Rendezvous, uid};
 use crate::reply::{ApiError, ErrorCode, Outcome, Reply};
 use crate::wire::{
-    self, Call, Greeting, Hello, PROTOCOL, Readiness, Refused, ReplyFrame, Settings, WIRE_VERSION, Welcome,
+    self, Call, Greeting, Hello, MAX_CALLS_IN_FLIGHT, PROTOCOL, Readiness, Refused, ReplyFrame, Settings, WIRE_VERSION,
+    Welcome,
 };
 
 /// How long a connecting client has to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Calls one connection may have running at once (a long poll counts until its reply is
-/// written). Past it, a call is answered `unavailable` at once (the connection is still read,
-/// so its pings are answered): the owner holds nothing more.
-const MAX_CALLS_IN_FLIGHT: usize = 1024;
 
 /// Watches one connection may have open (a joined `state-http` carries all its callers').
 const MAX_WATCHES_PER_CONNECTION: usize = 4096;

@@ -164,6 +164,9 @@ struct Connection {
     opened: Instant,
     /// When a frame last arrived, in milliseconds since `opened`.
     last_heard: AtomicU64,
+    /// Places for calls awaiting the owner's answer: never more than the owner runs for one
+    /// connection, so a busy process waits here for a place rather than hear "busy".
+    calls: Arc<tokio::sync::Semaphore>,
 }
 
 #[derive(Default)]
@@ -313,7 +316,24 @@ impl Transport for Remote {
             Ok(connection) => connection,
             Err(error) => return Attempt::Unreached { sent: false, why: unreached(&error) },
         };
-        match tokio::time::timeout(answer_within, connection.send(call.id, &call.frame)).await {
+        // Waiting for a place is this process's queue, not the owner's silence.
+        let place = match tokio::time::timeout_at(deadline, connection.calls.clone().acquire_owned()).await {
+            Ok(Ok(place)) => place,
+            Ok(Err(_)) | Err(_) => {
+                let why = Unreached {
+                    transient: true,
+                    reason: format!(
+                        "this process had {} calls waiting on the store's owner until the deadline",
+                        wire::MAX_CALLS_IN_FLIGHT
+                    ),
+                    lost: "it was never sent",
+                };
+                return Attempt::Unreached { sent: false, why };
+            }
+        };
+        let answered = tokio::time::timeout(answer_within, connection.send(call.id, &call.frame)).await;
+        drop(place);
+        match answered {
             Ok(Ok(reply)) => Attempt::Answered(reply.into_reply()),
             Ok(Err(lost)) => {
                 forget(inner, &connection).await;
@@ -660,6 +680,7 @@ async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Contact> {
         probe,
         opened: Instant::now(),
         last_heard: AtomicU64::new(0),
+        calls: Arc::new(tokio::sync::Semaphore::new(wire::MAX_CALLS_IN_FLIGHT)),
     });
     tokio::spawn(read_replies(Arc::downgrade(&connection), reader, Arc::downgrade(inner)));
     tokio::spawn(watch_liveness(Arc::downgrade(&connection), Arc::downgrade(inner), hang));

@@ -19,6 +19,12 @@ use crate::reply::{ApiError, Outcome, Reply};
 pub(crate) const PROTOCOL: &str = "state-owner";
 
 /// Bumped on any incompatible change to these frames. Client and owner must agree exactly.
+/// Calls one connection to an owner may have running at once (a long poll counts until its
+/// reply is written). A joiner never sends more (it waits for a place); past it, a call from
+/// anything else is answered `unavailable` at once, the connection still read (so its pings
+/// are answered) and the owner holding nothing more.
+pub(crate) const MAX_CALLS_IN_FLIGHT: usize = 1024;
+
 pub const WIRE_VERSION: u32 = 2;
 
 /// The longest handshake frame read before deciding the peer is not a state owner.

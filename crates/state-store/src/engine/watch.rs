@@ -249,6 +249,11 @@ impl Watch {
             // send); the route's notification says when something for this watch came.
             match self.feed.try_recv() {
                 Ok(committed) => self.take(&committed),
+                // Up to a revision already committed, nothing need come: batches that touched
+                // none of this watch's keys wake it not, so what is left is read from history.
+                Err(TryRecvError::Empty) if revision != u64::MAX => {
+                    self.catch_up_to = self.catch_up_to.max(revision);
+                }
                 Err(TryRecvError::Empty) => self.route.notify.notified().await,
                 Err(TryRecvError::Lagged(_)) => {
                     return Some(Err(EngineError::WatchLagged { resume_after: self.position() }));

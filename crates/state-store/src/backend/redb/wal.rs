@@ -230,13 +230,21 @@ impl Wal {
             let (record, next) = match read_record(&*file, at, len, &header)? {
                 Read::Record(record, next) => (record, next),
                 Read::Nothing => break,
+                // The file ends where the next record's slot should begin. A log of this format
+                // always has room for a slot past its last record (see `append`), so someone cut
+                // it; a log of the first format did not keep that room, and was cut only if it
+                // ends inside a growth step.
                 Read::PastEnd => {
-                    // A log of this format always keeps a zeroed slot past its last record
-                    // (see `append`), so reading that runs into the end of the file means the
-                    // file was cut by someone. (A crash while growing leaves zeros where the next
-                    // record goes, not the end.) A log of the first format did not: one that
-                    // ends inside a growth step of zeros was cut.
                     if header.store.is_some() || len % GROW_BYTES != 0 {
+                        tail = Tail::CutShort { len };
+                    }
+                    break;
+                }
+                // A record of the sequence number due whose payload the file's end cuts off
+                // was cut. Anything else there is an older epoch's bytes (records started over
+                // in place), whose length field means nothing.
+                Read::RunsPastEnd { lsn } => {
+                    if lsn == expected {
                         tail = Tail::CutShort { len };
                     }
                     break;
@@ -345,8 +353,8 @@ impl Wal {
                 self.grow_to(self.end + total).and_then(|()| self.file.write_at(self.end, &bytes[..bytes.len() / 2]));
             std::process::abort();
         }
-        // A zeroed slot always follows the last record, so the end of the file is never where
-        // records stop, unless the file was cut (see `open`).
+        // Room for one more slot always follows the last record, so the end of the file is
+        // never where records stop, unless the file was cut (see `open`).
         if let Err(error) = self.grow_to(self.end + total + ALIGN) {
             self.damaged = true;
             return Err(LogError::Io(error));
@@ -488,8 +496,10 @@ enum Read {
     Record(Record, u64),
     /// No valid record.
     Nothing,
-    /// The file ends where a record's header, or the payload it announces, would be.
+    /// The file ends where a record's header would be.
     PastEnd,
+    /// A record header whose payload the file's end cuts off.
+    RunsPastEnd { lsn: u64 },
 }
 
 /// The record at `at`, if a valid record of this epoch is there.
@@ -506,7 +516,7 @@ fn read_record(file: &dyn LogFile, at: u64, len: u64, header: &Header) -> io::Re
         return Ok(Read::Nothing);
     }
     if at + RECORD_HEADER + length > len {
-        return Ok(Read::PastEnd);
+        return Ok(Read::RunsPastEnd { lsn });
     }
     let mut payload = vec![0u8; length as usize];
     file.read_at(at + RECORD_HEADER, &mut payload)?;
