@@ -919,7 +919,7 @@ static SPECS: [OperationSpec; 95] = [
         needs: |r| vec![Need::Id(r.scope.clone(), Write)],
         rest: rest(Post, "/v1/paths:reserve", RestBody::Args, Plain),
         cli: Cli::Command("paths reserve"),
-        "Reserve paths or globs in a scope (a repository) for ttl_seconds, exclusive by default. Refused, reserving nothing, if another holder's overlaps where either is exclusive (up to 10 named), or past 500 live per scope, 50 per holder."
+        "Reserve paths or globs in a scope (a repository) for ttl_seconds, exclusive by default. Refused, reserving nothing, if another holder's overlaps where either is exclusive (up to 10 named), or past 500 holds, 2048 patterns, 50 per holder."
     ),
     native!(
         PathsRenew,

@@ -36,6 +36,9 @@ enum Token {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Glob {
     tokens: Vec<Token>,
+    /// The literal characters every matching path starts with, and ends with.
+    head: String,
+    tail: String,
 }
 
 impl Glob {
@@ -81,7 +84,14 @@ impl Glob {
         if pattern.ends_with('/') {
             tokens.push(Token::Any);
         }
-        Ok(Glob { tokens })
+        let literal = |token: &Token| match token {
+            Token::Literal(c) => Some(*c),
+            _ => None,
+        };
+        let head: String = tokens.iter().map_while(literal).collect();
+        let mut tail: Vec<char> = tokens.iter().rev().map_while(literal).collect();
+        tail.reverse();
+        Ok(Glob { tokens, head, tail: tail.into_iter().collect() })
     }
 
     /// Whether `path` matches the pattern.
@@ -107,6 +117,15 @@ impl Glob {
     /// request checks: 32 crafted patterns against many reservations cost the budget once,
     /// not once per pair. With the budget spent, the answer is yes without looking.
     pub fn overlaps_within(&self, other: &Glob, budget: &mut usize) -> bool {
+        // Every path a pattern matches starts with its literal head and ends with its literal
+        // tail: two patterns whose heads (or tails) differ where both have characters share no
+        // path, and cost no steps (most pairs of a real repository: other directories, other
+        // files).
+        let heads_agree = self.head.starts_with(&other.head) || other.head.starts_with(&self.head);
+        let tails_agree = self.tail.ends_with(&other.tail) || other.tail.ends_with(&self.tail);
+        if !heads_agree || !tails_agree {
+            return false;
+        }
         let allowed = (*budget).min(OVERLAP_STEPS);
         let mut steps = 0usize;
         let overlap = self.walk_both(other, allowed, &mut steps);

@@ -14,7 +14,7 @@ use crate::entry::{Action, Entry, live};
 use crate::glob::Glob;
 use crate::keyspace;
 use crate::ops::reservation::{
-    MAX_CONFLICTS_LISTED, MAX_COVERING_LISTED, MAX_PAIRS_LISTED, MAX_RESERVATIONS_PER_HOLDER,
+    MAX_CONFLICTS_LISTED, MAX_COVERING_LISTED, MAX_PAIRS_LISTED, MAX_PATTERNS_PER_SCOPE, MAX_RESERVATIONS_PER_HOLDER,
     MAX_RESERVATIONS_PER_SCOPE, PathCheckResult, ReservationConflict, ReservationInfo, ReservationListResult,
     ReservationResult, ReservationStatus, ReserveResult, ReserveStatus, ScopeListResult, ScopeReservations,
 };
@@ -94,7 +94,7 @@ fn live_under<V: StateView + ?Sized>(
 /// Steps of overlap checking one reservation request may take in all, against every
 /// reservation of its scope: the writer's time one request can cost. Past it, the pairs left
 /// are taken to overlap and the request is refused.
-pub const OVERLAP_STEPS_PER_REQUEST: usize = 1_000_000;
+pub const OVERLAP_STEPS_PER_REQUEST: usize = 25_000;
 
 /// The pairs of (wanted, theirs) patterns some path matches both of (or that could not be
 /// told apart within what is left of `budget`): the first [`MAX_PAIRS_LISTED`], and how many
@@ -116,9 +116,12 @@ fn overlapping(wanted: &Wanted<'_>, theirs: &ReservationRecord, budget: &mut usi
 }
 
 /// Grants the reservation unless another holder's overlaps it where either is exclusive, or the
-/// scope or the holder has reached its ceiling. The work is bounded whatever is stored: at
-/// most [`MAX_RESERVATIONS_PER_SCOPE`] reservations are read, overlap checking stops at
-/// [`OVERLAP_STEPS_PER_REQUEST`] steps, and a refusal names at most [`MAX_CONFLICTS_LISTED`].
+/// scope or the holder has reached its ceiling. The work is bounded whatever is stored: the
+/// scope's reservations are read one by one and the reading stops at the eleventh in the way
+/// (a refusal names at most [`MAX_CONFLICTS_LISTED`]), overlap checking stops at
+/// [`OVERLAP_STEPS_PER_REQUEST`] steps, and a scope holds at most [`MAX_RESERVATIONS_PER_SCOPE`]
+/// reservations and [`MAX_PATTERNS_PER_SCOPE`] patterns (so at most that many pairs per pattern
+/// asked for, most of them told apart by their literal heads and tails at no cost).
 pub fn plan_reserve<V: StateView + ?Sized>(
     view: &V,
     wanted: &Wanted<'_>,
@@ -135,36 +138,53 @@ pub fn plan_reserve<V: StateView + ?Sized>(
             revision: ctx.revision,
         })
     };
-    let live = live_under(view, &keyspace::reservation_prefix(wanted.scope), ctx.now)?;
-    if live.len() >= MAX_RESERVATIONS_PER_SCOPE {
-        let limit = format!("the scope holds {} live reservations, its most", live.len());
-        return Ok(refused(ReserveStatus::LimitReached, Vec::new(), false, Some(limit)));
-    }
-    let mine = live.iter().filter(|(_, r)| r.holder == wanted.holder_id).count();
-    if mine >= MAX_RESERVATIONS_PER_HOLDER {
-        let limit = format!("you hold {mine} live reservations in this scope, the most one holder may");
-        return Ok(refused(ReserveStatus::LimitReached, Vec::new(), false, Some(limit)));
-    }
+    let (mut live, mut mine, mut patterns) = (0usize, 0usize, 0usize);
     let mut conflicts = Vec::new();
     let mut more_conflicts = false;
     let mut budget = OVERLAP_STEPS_PER_REQUEST;
-    for (entry, theirs) in &live {
-        if theirs.holder == wanted.holder_id || !(theirs.exclusive || wanted.exclusive) {
-            continue;
+    view.scan(&keyspace::reservation_prefix(wanted.scope), None, &mut |entry| {
+        if entry.is_expired(ctx.now) {
+            return true;
         }
-        let (overlapping, overlapping_total) = overlapping(wanted, theirs, &mut budget);
+        live += 1;
+        let Some(theirs) = ReservationRecord::from_entry(&entry) else { return true };
+        patterns += theirs.patterns.len();
+        if theirs.holder == wanted.holder_id {
+            mine += 1;
+            return true;
+        }
+        if !(theirs.exclusive || wanted.exclusive) {
+            return true;
+        }
+        let (overlapping, overlapping_total) = overlapping(wanted, &theirs, &mut budget);
         if overlapping_total == 0 {
-            continue;
+            return true;
         }
         if conflicts.len() == MAX_CONFLICTS_LISTED {
             // Enough to refuse and to say why; the rest are not worth the writer's time.
             more_conflicts = true;
-            break;
+            return false;
         }
-        conflicts.push(ReservationConflict { reservation: theirs.info(entry), overlapping, overlapping_total });
-    }
+        conflicts.push(ReservationConflict { reservation: theirs.info(&entry), overlapping, overlapping_total });
+        true
+    })?;
     if !conflicts.is_empty() {
         return Ok(refused(ReserveStatus::Conflict, conflicts, more_conflicts, None));
+    }
+    if live >= MAX_RESERVATIONS_PER_SCOPE {
+        let limit = format!("the scope holds {live} live reservations, its most");
+        return Ok(refused(ReserveStatus::LimitReached, Vec::new(), false, Some(limit)));
+    }
+    if patterns + wanted.patterns.len() > MAX_PATTERNS_PER_SCOPE {
+        let limit = format!(
+            "the scope's reservations hold {patterns} patterns, and {} more would pass its most, {MAX_PATTERNS_PER_SCOPE}",
+            wanted.patterns.len()
+        );
+        return Ok(refused(ReserveStatus::LimitReached, Vec::new(), false, Some(limit)));
+    }
+    if mine >= MAX_RESERVATIONS_PER_HOLDER {
+        let limit = format!("you hold {mine} live reservations in this scope, the most one holder may");
+        return Ok(refused(ReserveStatus::LimitReached, Vec::new(), false, Some(limit)));
     }
     let record = ReservationRecord {
         holder: wanted.holder_id.to_owned(),

@@ -14,6 +14,9 @@ pub const MAX_PATTERNS: usize = 32;
 /// Most live reservations in one scope: what one request is checked against, in the writer,
 /// grows with them, so a scope has a ceiling like a semaphore's capacity.
 pub const MAX_RESERVATIONS_PER_SCOPE: usize = 500;
+/// Most patterns the live reservations of one scope hold together: a request is checked against
+/// each, so this bounds what one request costs the writer.
+pub const MAX_PATTERNS_PER_SCOPE: usize = 2048;
 /// Most live reservations one holder keeps in one scope.
 pub const MAX_RESERVATIONS_PER_HOLDER: usize = 50;
 /// Most reservations a refusal names (`more_conflicts` says when others are in the way too).
@@ -87,8 +90,8 @@ pub enum ReserveStatus {
     Granted,
     /// Another holder's reservation overlaps; `conflicts` says whose, and nothing was reserved.
     Conflict,
-    /// The scope holds the most live reservations it may (500), or you hold the most you may
-    /// in it (50); `limit` says which. Release some, or let them expire.
+    /// The scope holds the most live reservations (500) or patterns (2048) it may, or you hold
+    /// the most you may in it (50); `limit` says which. Release some, or let them expire.
     LimitReached,
 }
 

@@ -170,7 +170,8 @@ fn random_histories_never_grant_two_conflicting_reservations() {
 fn a_refusal_against_many_wide_reservations_is_bounded_in_size() {
     let mut sim = Sim::new();
     let long = |holder: usize, i: usize| format!("{}/**/{holder}-{i}-{}", "d".repeat(100), "x".repeat(100));
-    for holder in 0..200 {
+    // As many as a scope holds: 64 reservations of 32 patterns.
+    for holder in 0..64 {
         let patterns: Vec<String> = (0..32).map(|i| long(holder, i)).collect();
         let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
         assert_eq!(reserve(&mut sim, &format!("h{holder}"), &refs, false).status, ReserveStatus::Granted);
@@ -225,4 +226,17 @@ fn a_path_check_names_at_most_twenty_of_each() {
     assert!(checked.allowed, "shared reservations block nobody");
     assert_eq!(checked.yours.len(), MAX_COVERING_LISTED);
     assert!(checked.truncated);
+}
+
+#[test]
+fn a_scope_holds_at_most_2048_patterns() {
+    let mut sim = Sim::new();
+    for holder in 0..64 {
+        let patterns: Vec<String> = (0..32).map(|i| format!("h{holder}/f{i}")).collect();
+        let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
+        assert_eq!(reserve(&mut sim, &format!("h{holder}"), &refs, true).status, ReserveStatus::Granted);
+    }
+    let refused = reserve(&mut sim, "late", &["elsewhere"], true);
+    assert_eq!(refused.status, ReserveStatus::LimitReached);
+    assert!(refused.limit.as_deref().is_some_and(|l| l.contains("2048")), "{:?}", refused.limit);
 }

@@ -11,6 +11,7 @@ mod knowledge;
 mod lone;
 mod queue;
 mod replicas;
+mod tenants;
 mod tui;
 mod watch;
 
@@ -67,7 +68,8 @@ struct Args {
     /// Writes of 1 MB in the stalled-watcher section
     #[arg(long, default_value_t = 1000)]
     stalled_writes: usize,
-    /// Only run sections whose name contains this (engine, queue, dag, knowledge, mcp, http, stalled, replicas, tui)
+    /// Only run sections whose name contains this (engine, queue, dag, knowledge, mcp, http, stalled, replicas,
+    /// tenants, tui)
     #[arg(long)]
     only: Option<String>,
     /// Internal: echo on this Unix socket (the other end of the round-trip floor)
@@ -122,6 +124,12 @@ fn main() -> Result<()> {
         match &args.http_server {
             Some(server) => watch::http_stalled_watcher(server, args.stalled_writes)?,
             None => println!("(stalled watcher section skipped: pass --http-server PATH)\n"),
+        }
+    }
+    if wants("tenants") {
+        match &args.http_server {
+            Some(server) => tenants::run(server, duration.max(Duration::from_secs(5)))?,
+            None => println!("(tenant section skipped: pass --http-server PATH)\n"),
         }
     }
     if wants("replicas") {
