@@ -13,6 +13,23 @@
 #   --version V      a version SHA256SUMS lists (default: the newest it lists for this machine)
 set -eu
 
+usage() {
+    cat <<'USAGE'
+install.sh: installs state (state-mcp, state-http, statectl) from a release, checked against
+its SHA256SUMS, into ~/.local/bin (man pages and completions under ~/.local/share).
+
+  curl -fsSL <release>/install.sh | sh -s -- --from <release>
+  sh install.sh --from ./dist
+
+Options:
+  --from DIR|URL   where the release is: a directory or a URL holding SHA256SUMS and the
+                   state-<version>-<target>.tar.gz archives (or $STATE_INSTALL_FROM)
+  --prefix DIR     install under DIR/bin and DIR/share (default ~/.local)
+  --version V      a version SHA256SUMS lists (default: the newest it lists for this machine)
+  -h, --help       this text
+USAGE
+}
+
 say() { printf 'install.sh: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 
@@ -24,7 +41,7 @@ while [ $# -gt 0 ]; do
         --from) from="${2:?--from needs a directory or URL}"; shift 2 ;;
         --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
         --version) version="${2:?--version needs a version}"; shift 2 ;;
-        -h|--help) sed -n '2,16p' "$0" 2>/dev/null | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) usage; exit 0 ;;
         *) die "unknown option $1 (see --help)" ;;
     esac
 done

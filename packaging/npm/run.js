@@ -8,13 +8,18 @@ const { spawnSync } = require("node:child_process");
 const fs = require("node:fs");
 const path = require("node:path");
 
-const PLATFORMS = { "linux x64": "@state-mcp/linux-x64", "linux arm64": "@state-mcp/linux-arm64" };
+// The platform packages of this release, by `process.platform process.arch` (written by
+// `cargo xtask dist`): exactly the ones it holds.
+const PLATFORMS = require("./platforms.json");
 
 function binaryPath(name) {
   const key = `${process.platform} ${process.arch}`;
   const pkg = PLATFORMS[key];
   if (!pkg) {
-    throw new Error(`state has no build for ${key} yet; build it from source with cargo (see its README)`);
+    const offered = Object.keys(PLATFORMS).join(", ");
+    throw new Error(
+      `this release of state has no build for ${key} (it has: ${offered}); build it from source with cargo (see its README)`,
+    );
   }
   let dir;
   try {

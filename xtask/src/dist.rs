@@ -31,6 +31,8 @@ pub(crate) struct Package {
     /// completions with (the packaged ones themselves unless cross-compiled).
     pub(crate) runnable: PathBuf,
     pub(crate) out: PathBuf,
+    /// Every target of the release: the npm launcher offers exactly their packages.
+    pub(crate) release_targets: Vec<String>,
 }
 
 /// What was written.
@@ -73,7 +75,10 @@ pub(crate) fn dist(args: &[String]) -> Result<()> {
     let runnable = target_dir().join(dir);
     let mut artifacts = Vec::new();
     for target in &targets {
-        let binaries = if *target == host {
+        // A GNU/Linux release is linked against the same old glibc whichever machine builds
+        // it, the host's included: both Linux wheels then carry one baseline tag
+        // (manylinux_2_28), and the binaries run on the systems that tag promises.
+        let binaries = if *target == host && !target.ends_with("-linux-gnu") {
             runnable.clone()
         } else {
             if build {
@@ -81,8 +86,13 @@ pub(crate) fn dist(args: &[String]) -> Result<()> {
             }
             target_dir().join(target).join(dir)
         };
-        let packed =
-            package(&Package { binaries, target: target.clone(), runnable: runnable.clone(), out: out.clone() })?;
+        let packed = package(&Package {
+            binaries,
+            target: target.clone(),
+            runnable: runnable.clone(),
+            out: out.clone(),
+            release_targets: targets.clone(),
+        })?;
         eprintln!();
         for (binary, size) in &packed.binary_sizes {
             eprintln!("{target} {binary:<12} {:>6.1} MB", *size as f64 / 1e6);
@@ -177,7 +187,7 @@ pub(crate) fn package(package: &Package) -> Result<Packed> {
 
     let mut written = vec![archive(&scratch, &bin, &package.runnable, &version, target, out)?];
     written.push(wheel(&bin, &version, target, out)?);
-    written.extend(npm(&scratch, &bin, &version, target, out)?);
+    written.extend(npm(&scratch, &bin, &version, target, &package.release_targets, out)?);
     let installer = out.join("install.sh");
     fs::copy(root().join("packaging/install.sh"), &installer)?;
     written.push(installer);
@@ -312,8 +322,17 @@ fn npm_platform(target: &str) -> Result<String> {
     Ok(format!("linux-{arch}"))
 }
 
-/// The platform package (the binaries) and the package `npx state-mcp` runs.
-fn npm(scratch: &Path, bin: &Path, version: &str, target: &str, out: &Path) -> Result<Vec<PathBuf>> {
+/// The platform package (the binaries) and the package `npx state-mcp` runs, whose optional
+/// dependencies are exactly the platform packages of this release (`release_targets`): an
+/// install never looks for one the release does not hold, in a registry or anywhere else.
+fn npm(
+    scratch: &Path,
+    bin: &Path,
+    version: &str,
+    target: &str,
+    release_targets: &[String],
+    out: &Path,
+) -> Result<Vec<PathBuf>> {
     let platform = npm_platform(target)?;
     let (os, cpu) = platform.split_once('-').unwrap_or(("linux", "x64"));
     let platform_name = format!("@state-mcp/{platform}");
@@ -336,6 +355,17 @@ fn npm(scratch: &Path, bin: &Path, version: &str, target: &str, out: &Path) -> R
     let main = scratch.join("npm-main");
     fs::create_dir_all(main.join("bin"))?;
     fs::copy(root().join("packaging/npm/run.js"), main.join("run.js"))?;
+    // Which package holds the binaries for each `process.platform process.arch`, as the
+    // launcher looks them up: only the platforms released.
+    let mut platforms = serde_json::Map::new();
+    let mut optional = serde_json::Map::new();
+    for released in release_targets {
+        let name = npm_platform(released)?;
+        let (os, cpu) = name.split_once('-').unwrap_or(("linux", "x64"));
+        platforms.insert(format!("{os} {cpu}"), json!(format!("@state-mcp/{name}")));
+        optional.insert(format!("@state-mcp/{name}"), json!(version));
+    }
+    fs::write(main.join("platforms.json"), serde_json::to_string_pretty(&platforms)?)?;
     let mut bins = serde_json::Map::new();
     for binary in BINARIES {
         let script = format!("#!/usr/bin/env node\n\"use strict\";\nrequire(\"../run.js\").run(\"{binary}\");\n");
@@ -344,9 +374,9 @@ fn npm(scratch: &Path, bin: &Path, version: &str, target: &str, out: &Path) -> R
     }
     let manifest = json!({
         "name": "state-mcp", "version": version, "description": description,
-        "license": "MIT OR Apache-2.0", "bin": bins, "files": ["bin/", "run.js"],
+        "license": "MIT OR Apache-2.0", "bin": bins, "files": ["bin/", "run.js", "platforms.json"],
         "engines": {"node": ">=18"},
-        "optionalDependencies": {"@state-mcp/linux-x64": version, "@state-mcp/linux-arm64": version},
+        "optionalDependencies": optional,
     });
     fs::write(main.join("package.json"), serde_json::to_string_pretty(&manifest)?)?;
     fs::copy(root().join("README.md"), main.join("README.md"))?;

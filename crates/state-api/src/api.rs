@@ -207,6 +207,14 @@ impl Api {
         }
     }
 
+    /// For a process that is stopping: if its owner goes away meanwhile, calls still finishing
+    /// rejoin another owner only if one answers, and none is started for them.
+    pub fn stop_starting_owners(&self) {
+        if let Inner::Remote(remote) = &self.inner {
+            remote.stop_starting_owners();
+        }
+    }
+
     /// Ends this handle's use of the store: closes a local engine (letting queued writes
     /// commit), or leaves the owner.
     pub async fn close(&self) {

@@ -180,11 +180,28 @@ impl Tokens {
 /// secret, and startup errors end up in logs.
 fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
     let line = error.span().map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
-    let message = redact_strings(error.message().trim());
+    let message = match unknown_field(error.message().trim()) {
+        // A misspelt field's name is the file's structure, not a value: say which it is.
+        Some(field) => {
+            // The schema's own closing clause only, as `redact_strings` keeps it.
+            let message = error.message().trim();
+            let expected = message.rfind(", expected ").map(|at| redact_strings(&message[at..])).unwrap_or_default();
+            format!("unknown field `{field}`{}", expected.trim_start_matches('…'))
+        }
+        None => redact_strings(error.message().trim()),
+    };
     match line {
         Some(line) => format!("line {line}: {message}"),
         None => message,
     }
+}
+
+/// The field an "unknown field" error names, when it looks like a field name (a short word of
+/// letters, digits, `_` and `-`): never a value that could be a secret in the wrong place.
+fn unknown_field(message: &str) -> Option<&str> {
+    let name = message.strip_prefix("unknown field `")?.split('`').next()?;
+    let plain = !name.is_empty() && name.len() <= 40;
+    (plain && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')).then_some(name)
 }
 
 /// `message` with nothing of the file's own text left in it. serde names a wrong value by

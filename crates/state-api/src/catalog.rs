@@ -38,7 +38,7 @@ use state_core::ops::lease::{
 };
 use state_core::ops::queue::{
     QueueAckRequest, QueueListResult, QueueNackRequest, QueuePeekRequest, QueuePeekResult, QueueReceiveRequest,
-    QueueReceiveResult, QueueSendRequest, QueueSendResult, QueueSettleResult,
+    QueueReceiveResult, QueueRedriveRequest, QueueRedriveResult, QueueSendRequest, QueueSendResult, QueueSettleResult,
 };
 use state_core::ops::reservation::{
     PathCheckRequest, PathCheckResult, ReservationListRequest, ReservationListResult, ReservationReleaseRequest,
@@ -101,6 +101,7 @@ pub enum Operation {
     QueueReceive,
     QueueAck,
     QueueNack,
+    QueueRedrive,
     QueuePeek,
     QueueList,
     WorkflowCreate,
@@ -686,7 +687,7 @@ macro_rules! structured {
     };
 }
 
-static SPECS: [OperationSpec; 95] = [
+static SPECS: [OperationSpec; 96] = [
     native!(
         StateGet,
         "state_get",
@@ -1036,7 +1037,20 @@ static SPECS: [OperationSpec; 95] = [
         needs: |r| vec![Need::Id(r.queue.clone(), Write)],
         rest: rest(Post, "/v1/queues:nack", RestBody::Args, Plain),
         cli: Cli::Command("queue nack"),
-        "Return a received message to the queue now or after delay_seconds; past max_attempts it moves to `<queue>.dead`."
+        "Return a received message to the queue now or after delay_seconds; past max_attempts it moves to `<queue>.dead`, which keeps it (queue_redrive returns it)."
+    ),
+    native!(
+        QueueRedrive,
+        "queue_redrive",
+        "Move dead letters back",
+        Queue,
+        Write,
+        QueueRedriveRequest => QueueRedriveResult,
+        engine: queue_redrive,
+        needs: |r| vec![Need::Id(r.queue.clone(), Write), Need::Id(format!("{}.dead", r.queue), Write)],
+        rest: rest(Post, "/v1/queues:redrive", RestBody::Args, Plain),
+        cli: Cli::Command("queue redrive"),
+        "Move up to limit messages of `<queue>.dead` back to the queue, oldest first, visible now, their attempts starting over; `remaining` says how many are left."
     ),
     native!(
         QueuePeek,
@@ -1049,7 +1063,7 @@ static SPECS: [OperationSpec; 95] = [
         needs: |r| vec![Need::Id(r.queue.clone(), Read)],
         rest: rest(Get, "/v1/queues", RestBody::None, Plain),
         cli: Cli::Command("queue peek"),
-        "Counts of visible, in-flight and delayed messages, and the first ones in receive order, without receiving."
+        "Counts of visible, in-flight, delayed and spent (bound for `<queue>.dead`) messages, and the first ones in receive order, without receiving."
     ),
     native!(
         QueueList,

@@ -14,8 +14,8 @@ use state_core::ops::knowledge::{
 use state_core::ops::kv::{BatchGetResult, DeleteResult, GetResult, ListResult, SetResult};
 use state_core::ops::lease::{AcquireResult, AcquireStatus, HoldResult, HoldStatus, LeaseGetResult, LeaseListResult};
 use state_core::ops::queue::{
-    QueueListResult, QueuePeekResult, QueueReceiveResult, QueueSendResult, QueueSettleResult, ReceiveStatus,
-    SendStatus, SettleStatus,
+    QueueListResult, QueuePeekResult, QueueReceiveResult, QueueRedriveResult, QueueSendResult, QueueSettleResult,
+    ReceiveStatus, SendStatus, SettleStatus,
 };
 use state_core::ops::reservation::{
     PathCheckResult, ReservationListResult, ReservationResult, ReservationStatus, ReserveResult, ReserveStatus,
@@ -67,6 +67,7 @@ always_ok!(
     PathCheckResult,
     QueuePeekResult,
     QueueListResult,
+    QueueRedriveResult,
     CreateRunResult,
     ListRunsResult,
     SessionSaveResult,

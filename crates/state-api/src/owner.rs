@@ -702,6 +702,7 @@ pub enum MainError {
 /// SIGHUP is ignored: an owner outlives the terminal of the client that started it.
 pub async fn run(config: OwnerConfig, notify: Option<&mut dyn std::io::Write>) -> Result<OwnerExit, OwnerError> {
     let started = Owner::start(config).await;
+    let launched = notify.is_some();
     if let Some(out) = notify {
         let line = readiness(started.as_ref().map(|_| ()));
         // The launcher may already be gone; serving matters more than telling it.
@@ -710,6 +711,17 @@ pub async fn run(config: OwnerConfig, notify: Option<&mut dyn std::io::Write>) -
         }
     }
     let owner = started?;
+    if !launched {
+        // Started by hand: say where it serves, whether or not its log reaches this terminal.
+        let idle = if owner.idle == Duration::MAX { "never".to_owned() } else { format!("{:?}", owner.idle) };
+        eprintln!(
+            "owner of {} serving at {} (pid {}); log: {}; exits after {idle} without clients, or on SIGTERM",
+            owner.rendezvous.db.display(),
+            owner.rendezvous.socket.display(),
+            std::process::id(),
+            owner.welcome.log_file.as_ref().map_or_else(|| "stderr".to_owned(), |f| f.display().to_string()),
+        );
+    }
     Ok(owner.serve(stop_signal()).await)
 }
 

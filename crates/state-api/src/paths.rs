@@ -26,6 +26,19 @@ pub fn database_holder(db: &Path) -> Option<(u32, Option<String>)> {
     state_store::RedbBackend::holder(db).map(|holder| (holder.pid, holder.role))
 }
 
+pub use state_store::backend::redb::inspect::{DatabaseState, Inspection, LogState};
+
+/// A look at the database at `db` and its write-ahead log, read-only: what `statectl doctor`
+/// reports, judged as an open would judge it.
+pub fn inspect_database(db: &Path) -> Inspection {
+    state_store::backend::redb::inspect::inspect(db)
+}
+
+/// Whether this user may create files in `dir` (a database, its log, its notes).
+pub fn writable_dir(dir: &Path) -> std::io::Result<()> {
+    rustix::fs::access(dir, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK).map_err(std::io::Error::from)
+}
+
 /// Bytes free on the disk holding `dir`.
 pub fn free_space(dir: &Path) -> std::io::Result<u64> {
     state_store::files::free_space(dir)

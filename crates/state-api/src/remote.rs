@@ -150,6 +150,8 @@ struct Inner {
     next_call: AtomicU64,
     request_ids: RequestIds,
     closing: AtomicBool,
+    /// Set when this process is stopping: see [`Remote::stop_starting_owners`].
+    no_new_owners: AtomicBool,
 }
 
 struct Connection {
@@ -194,6 +196,7 @@ pub(crate) async fn join(config: JoinConfig) -> Result<(Remote, Joined), JoinErr
             next_call: AtomicU64::new(1),
             request_ids: RequestIds::new(),
             closing: AtomicBool::new(false),
+            no_new_owners: AtomicBool::new(false),
         }),
     };
     let deadline = Instant::now() + remote.inner.config.settle_timeout;
@@ -231,6 +234,12 @@ impl Remote {
                 "the connection to the store's owner broke during the backup; try again",
             )),
         }
+    }
+
+    /// From now on a lost owner is rejoined only if another answers; none is started. For a
+    /// process that is stopping: starting an owner then would leave one with no client.
+    pub(crate) fn stop_starting_owners(&self) {
+        self.inner.no_new_owners.store(true, Ordering::SeqCst);
     }
 
     /// Stops using the owner: closes the connection so the owner counts one client fewer.
@@ -535,7 +544,7 @@ async fn establish(inner: &Arc<Inner>, deadline: Instant) -> Result<(Arc<Connect
             Err(Contact::Fatal(error)) => return Err(error),
             Err(Contact::Absent(absent)) => problem = absent,
         }
-        if Instant::now() < deadline {
+        if Instant::now() < deadline && !inner.no_new_owners.load(Ordering::SeqCst) {
             // Nobody answers: start an owner. The database's file lock lets exactly one of the
             // processes doing this at the same moment become it; the others join it.
             match launch(inner, deadline).await? {

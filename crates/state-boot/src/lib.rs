@@ -22,11 +22,22 @@ pub use reach::{ReachError, reach};
 
 /// The exit of a binary's `main`: success, or `program: error: ...` on stderr (the whole
 /// chain of causes, `{:#}`) and failure.
+/// An error with its causes (the alternate form, `{:#}`), unless its own message already ends
+/// with them: errors that name their cause in their message would otherwise say it twice
+/// (`cannot listen on …: Address already in use: Address already in use`).
+fn without_repeats<E: std::fmt::Display>(error: &E) -> String {
+    let (top, full) = (format!("{error}"), format!("{error:#}"));
+    match full.strip_prefix(top.as_str()) {
+        Some(causes) if top.ends_with(causes.trim_start_matches(": ")) => top,
+        _ => full,
+    }
+}
+
 pub fn exit<E: std::fmt::Display>(program: &str, result: Result<(), E>) -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("{program}: error: {error:#}");
+            eprintln!("{program}: error: {}", without_repeats(&error));
             std::process::ExitCode::FAILURE
         }
     }

@@ -21,7 +21,7 @@ use state_core::ops::knowledge::{
 use state_core::ops::kv::{DeleteRequest, GetRequest, ListRequest, SetRequest};
 use state_core::ops::lease::{AcquireRequest, LeaseGetRequest, LeaseListRequest, ReleaseRequest, RenewRequest};
 use state_core::ops::queue::{
-    QueueAckRequest, QueueNackRequest, QueuePeekRequest, QueueReceiveRequest, QueueSendRequest,
+    QueueAckRequest, QueueNackRequest, QueuePeekRequest, QueueReceiveRequest, QueueRedriveRequest, QueueSendRequest,
 };
 use state_core::ops::reservation::{
     PathCheckRequest, ReservationListRequest, ReservationReleaseRequest, ReservationRenewRequest, ReserveRequest,
@@ -196,12 +196,18 @@ pub enum Command {
     },
 }
 
-/// Who a write is recorded as.
+/// Who a write is recorded as, and the lease it is fenced by.
 #[derive(Debug, Args)]
 pub struct Who {
     /// Recorded as the writer in history
     #[arg(long, env = "STATE_AGENT")]
     agent: Option<String>,
+    /// Refuse the write (exit 5, fenced) unless --fencing-token is this lease's current token
+    #[arg(long, value_name = "RESOURCE", requires = "fencing_token")]
+    lease: Option<String>,
+    /// Your fencing token for --lease, as `statectl lease acquire` handed it out
+    #[arg(long, value_name = "N", requires = "lease")]
+    fencing_token: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -410,6 +416,16 @@ pub enum QueueCommand {
     Ls {
         #[arg(default_value = "")]
         prefix: String,
+    },
+    /// Move dead letters (QUEUE.dead) back to QUEUE, their attempts starting over
+    Redrive {
+        /// The queue they go back to (not the .dead one)
+        queue: String,
+        /// Most messages moved (1 to 1000, default 100), oldest first
+        #[arg(long)]
+        limit: Option<usize>,
+        #[command(flatten)]
+        who: Who,
     },
 }
 
@@ -725,8 +741,8 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 expected_version: if *create_only { Some(0) } else { *if_version },
                 ttl_seconds: seconds(*ttl),
                 agent_id: who.agent.clone(),
-                lease: None,
-                token: None,
+                lease: who.lease.clone(),
+                token: who.fencing_token,
                 request_id: None,
             };
             typed(Op::StateSet, request)
@@ -736,6 +752,8 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 key: key.clone(),
                 expected_version: *if_version,
                 agent_id: who.agent.clone(),
+                lease: who.lease.clone(),
+                token: who.fencing_token,
                 ..DeleteRequest::default()
             };
             typed(Op::StateDelete, request)
@@ -933,6 +951,15 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
             }
             QueueCommand::Ls { prefix } => {
                 typed(Op::QueueList, NameListRequest { prefix: prefix.clone(), ..Default::default() })
+            }
+            QueueCommand::Redrive { queue, limit, who } => {
+                let request = QueueRedriveRequest {
+                    queue: queue.clone(),
+                    limit: *limit,
+                    agent_id: who.agent.clone(),
+                    request_id: None,
+                };
+                typed(Op::QueueRedrive, request)
             }
         },
         Command::Workflow(workflow) => match workflow {

@@ -1,7 +1,10 @@
 //! `statectl doctor`: what a person checks when something is off, checked for them: the
-//! database file, who holds it, the owner's socket, whether the owner answers and runs this
-//! version, its log, and the disk. Each check says what it found and, when it is wrong, the
-//! one thing to do about it. Nothing is started or changed that was not running before.
+//! database file (opened read-only: is it a database of this store), its write-ahead log
+//! (every record read and judged as an open would), the directory (can this user write there),
+//! who holds it, the owner's socket, whether the owner answers and runs this version, its log,
+//! and the disk. Each check says what it found and, when it is wrong, the one thing to do
+//! about it; anything that would stop a command is a failure (exit 1). Nothing is started or
+//! changed that was not running before.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -47,13 +50,15 @@ pub(crate) async fn doctor(cli: &crate::Cli, json: bool) -> Result<u8> {
     let db = cli.store.database.database()?;
     let mut checks = Vec::new();
     let exists = db.exists();
-    checks.push(database(&db));
-    if exists {
-        checks.push(write_ahead_log(&db));
+    let inspection = exists.then(|| state_api::inspect_database(&db));
+    checks.push(database(&db, inspection.as_ref()));
+    checks.push(directory(&db));
+    if let Some(inspection) = &inspection {
+        checks.push(write_ahead_log(&db, inspection));
         checks.extend(holder_and_owner(cli, &db).await);
         let log = state_api::owner_log_path(&db);
         checks.push(match std::fs::metadata(&log) {
-            Ok(meta) => ok("owner log", format!("{} ({:.1} MB)", log.display(), meta.len() as f64 / 1e6)),
+            Ok(meta) => ok("owner log", format!("{} ({})", log.display(), size(meta.len()))),
             Err(_) => ok("owner log", format!("none yet at {} (an owner writes it)", log.display())),
         });
     }
@@ -76,7 +81,47 @@ pub(crate) async fn doctor(cli: &crate::Cli, json: bool) -> Result<u8> {
     Ok(if checks.iter().any(|c| c.status == Status::Fail) { exit::FAILURE } else { exit::OK })
 }
 
-fn database(db: &Path) -> Check {
+/// A size as people read it.
+fn size(bytes: u64) -> String {
+    match bytes {
+        0..1_000 => format!("{bytes} bytes"),
+        1_000..1_000_000 => format!("{:.1} KB", bytes as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} MB", bytes as f64 / 1e6),
+        _ => format!("{:.1} GB", bytes as f64 / 1e9),
+    }
+}
+
+/// What the database file is, read-only, and whether others can read it.
+fn database(db: &Path, inspection: Option<&state_api::Inspection>) -> Check {
+    use state_api::DatabaseState;
+    let restore = |db: &Path| {
+        format!(
+            "restore the last backup in its place (`statectl backup` makes them; README, Running it for months), \
+             or move {} aside to start an empty store",
+            db.display()
+        )
+    };
+    match inspection.map(|i| &i.database) {
+        Some(DatabaseState::Unusable(why)) => {
+            return fail("database", format!("{} cannot be opened: {why}", db.display()), restore(db));
+        }
+        Some(DatabaseState::Readable { format, .. }) if *format == 0 => {
+            return fail("database", format!("{} is not a database of this store", db.display()), restore(db));
+        }
+        _ => {}
+    }
+    let state = match inspection.map(|i| &i.database) {
+        Some(DatabaseState::Readable { revision, log_open: true, .. }) => {
+            format!(", revision {revision}, not closed cleanly (its next open replays its log)")
+        }
+        Some(DatabaseState::Readable { revision, .. }) => format!(", revision {revision}, closed cleanly"),
+        Some(DatabaseState::NeedsRepair) => {
+            ", not closed cleanly (its next open repairs it and replays its log)".into()
+        }
+        Some(DatabaseState::Held) => ", open in a process (below)".into(),
+        Some(DatabaseState::Empty) => ", empty (the next open makes the database in it)".into(),
+        _ => String::new(),
+    };
     let meta = match std::fs::metadata(db) {
         Ok(meta) => meta,
         Err(_) => {
@@ -88,7 +133,7 @@ fn database(db: &Path) -> Check {
         }
     };
     let dir_mode = db.parent().and_then(|d| std::fs::metadata(d).ok()).map_or(0, |m| m.mode() & 0o777);
-    let size = format!("{} ({:.1} MB)", db.display(), meta.len() as f64 / 1e6);
+    let size = format!("{} ({}){state}", db.display(), size(meta.len()));
     if meta.mode() & 0o077 != 0 {
         warn("database", format!("{size}, readable by other users"), format!("chmod 600 {}", db.display()))
     } else if dir_mode & 0o077 != 0 {
@@ -99,18 +144,56 @@ fn database(db: &Path) -> Check {
     }
 }
 
-/// The write-ahead log beside the database: it holds recent writes in full, so it must be as
-/// private as the database.
-fn write_ahead_log(db: &Path) -> Check {
-    let log = state_api::write_ahead_log_path(db);
-    match std::fs::metadata(&log) {
-        Err(_) => ok("log", format!("none yet at {} (the store's next open creates it)", log.display())),
+/// Whether this user can make the database's files where it lives: every command needs to.
+fn directory(db: &Path) -> Check {
+    let dir = db.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    // The nearest directory that exists is where the missing ones would be made.
+    let existing = dir.ancestors().find(|d| d.exists()).unwrap_or(Path::new("/"));
+    match state_api::writable_dir(existing) {
+        Ok(()) => ok("directory", format!("{} is writable by this user", existing.display())),
+        Err(error) => fail(
+            "directory",
+            format!("this user (uid {}) cannot write in {}: {error}", my_uid(), existing.display()),
+            "give --db (or STATE_DB) a path in a directory you can write, or have its owner grant write access"
+                .to_owned(),
+        ),
+    }
+}
+
+/// This process's user, as the system sees it.
+fn my_uid() -> u32 {
+    std::fs::metadata("/proc/self").map_or(0, |m| m.uid())
+}
+
+/// The write-ahead log beside the database, read and judged as an open would: it holds recent
+/// writes in full, so it must also be as private as the database.
+fn write_ahead_log(db: &Path, inspection: &state_api::Inspection) -> Check {
+    use state_api::LogState;
+    let log = &inspection.log_path;
+    let recover = format!(
+        "put this database's own log back at {} if it exists; otherwise `statectl recover --db {}` says what \
+         would be lost and `--accept-lost-writes` opens the database with what it holds",
+        log.display(),
+        db.display()
+    );
+    let found = match &inspection.log {
+        LogState::Refused(why) => return fail("log", why.clone(), recover),
+        LogState::Absent => {
+            return ok("log", format!("none at {} (none needed; the next open makes it)", log.display()));
+        }
+        LogState::NotChecked(why) => format!("not read ({why})"),
+        LogState::Sound { to_replay: Some(0), .. } => "sound, nothing to replay".to_owned(),
+        LogState::Sound { to_replay: Some(n), .. } => format!("sound, {n} write batches for the next open to replay"),
+        LogState::Sound { to_replay: None, .. } => "sound".to_owned(),
+    };
+    match std::fs::metadata(log) {
+        Err(_) => ok("log", format!("none yet at {}", log.display())),
         Ok(meta) if meta.mode() & 0o077 != 0 => warn(
             "log",
-            format!("{} ({:.1} MB), readable by other users", log.display(), meta.len() as f64 / 1e6),
+            format!("{} ({}), {found}, readable by other users", log.display(), size(meta.len())),
             format!("chmod 600 {}", log.display()),
         ),
-        Ok(meta) => ok("log", format!("{} ({:.1} MB), private", log.display(), meta.len() as f64 / 1e6)),
+        Ok(meta) => ok("log", format!("{} ({}), {found}, private", log.display(), size(meta.len()))),
     }
 }
 

@@ -51,24 +51,44 @@ fn scalar(value: &Value) -> String {
     }
 }
 
+/// A record as aligned `field  value` lines: a nested record's fields as `outer.inner`, a list
+/// of plain values joined, a list of records as a table under its name; JSON only for what
+/// fits none of those (lists of lists, say).
 fn record(fields: &Map<String, Value>) -> String {
-    let width = fields.keys().map(|k| k.len()).max().unwrap_or(0);
+    let mut lines: Vec<(String, String)> = Vec::new();
+    flatten("", fields, &mut lines);
+    let width = lines.iter().filter(|(_, v)| !v.starts_with('\n')).map(|(k, _)| k.len()).max().unwrap_or(0);
     let mut out = String::new();
-    for (name, value) in fields {
-        let shown = match value {
-            Value::Object(_) | Value::Array(_) => {
-                let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
-                if pretty.len() <= MAX_CELL {
-                    value.to_string()
-                } else {
-                    format!("\n{}", pretty.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n"))
-                }
-            }
-            other => scalar(other),
-        };
-        let _ = writeln!(out, "{name:width$}  {shown}");
+    for (name, shown) in lines {
+        if shown.starts_with('\n') {
+            let _ = writeln!(out, "{name}:{shown}");
+        } else {
+            let _ = writeln!(out, "{name:width$}  {shown}");
+        }
     }
     out.trim_end().to_owned()
+}
+
+fn flatten(prefix: &str, fields: &Map<String, Value>, lines: &mut Vec<(String, String)>) {
+    for (name, value) in fields {
+        let key = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        match value {
+            Value::Object(inner) if !inner.is_empty() => flatten(&key, inner, lines),
+            Value::Array(items) if items.iter().all(|v| !v.is_object() && !v.is_array()) => {
+                let joined = items.iter().map(scalar).collect::<Vec<_>>().join(", ");
+                lines.push((key, if items.is_empty() { "[]".to_owned() } else { joined }));
+            }
+            Value::Array(items) if items.iter().all(Value::is_object) => {
+                let table = table(&nested_rows(items));
+                lines.push((
+                    key,
+                    format!("\n{}", table.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")),
+                ));
+            }
+            Value::Object(_) | Value::Array(_) => lines.push((key, value.to_string())),
+            other => lines.push((key, scalar(other))),
+        }
+    }
 }
 
 fn cell(value: &Value) -> String {
@@ -182,6 +202,21 @@ mod tests {
             text(&listed),
             "NAME  CAPACITY  HOLDER  EXPIRES_AT\ngpu   2         a       t1\ngpu   2         b       t2\nci    1         c       t3"
         );
+    }
+
+    /// `workflow status`, `paths reserve` and `health` printed JSON blobs inside aligned output
+    /// (issue 31): nested records are fields of their own, lists of records tables.
+    #[test]
+    fn nested_records_print_as_fields_and_lists_of_records_as_tables() {
+        let status = json!({"status": "ok", "run": {"run_id": "r1", "run_status": "running", "tags": {"team": "ops"}},
+            "signals": [{"name": "go", "signal_id": 3}], "waiting_on": ["a", "b"]});
+        assert_eq!(
+            text(&status),
+            "NAME  SIGNAL_ID\ngo    3\n\nstatus          ok\nrun.run_id      r1\nrun.run_status  running\n\
+             run.tags.team   ops\nwaiting_on      a, b"
+        );
+        let health = json!({"status": "ok", "writes": {"batches": 3, "commits": 2}, "owner": {"pid": 7}});
+        assert_eq!(text(&health), "status          ok\nwrites.batches  3\nwrites.commits  2\nowner.pid       7");
     }
 
     #[test]

@@ -160,6 +160,15 @@ pub async fn run(cli: &Cli) -> Result<u8> {
             print(reply, cli.json)
         }
         (Command::Get { raw: true, .. }, Some((op, args))) if !cli.json => print_raw(api.call(op, args).await),
+        (Command::History { key: Some(key), prefix: None, .. }, Some((op, args))) if key.ends_with('/') => {
+            let reply = api.call(op, args).await;
+            let none = reply.body.as_ref().is_ok_and(|b| b["events"].as_array().is_some_and(Vec::is_empty));
+            if none {
+                // A key ending in `/` names one key, but its author likely meant everything under it.
+                eprintln!("statectl: no changes of the key `{key}` itself; for everything under it: --prefix {key}");
+            }
+            print(reply, cli.json)
+        }
         (_, Some((op, args))) => print(api.call(op, args).await, cli.json),
         (_, None) => exit::USAGE,
     };

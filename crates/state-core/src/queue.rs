@@ -3,8 +3,10 @@
 //! visible, how often it was received, and the receipt of its current delivery. Receiving
 //! takes the first visible message and hides it until `visible_at`; an ack with the current
 //! receipt removes it; a nack shows it again. A message whose last attempt ran out moves to
-//! `<queue>.dead` when a receive meets it. A message's TTL (if its sender gave one) is the
-//! entry's, swept like any other.
+//! `<queue>.dead` when a receive meets it, keeping the attempts it came with; a dead-letter
+//! queue's messages move nowhere further, and a redrive returns them to their queue with their
+//! attempts starting over. A message's TTL (if its sender gave one) is the entry's, swept like
+//! any other.
 //!
 //! Delivery is at least once: a receiver that stalls past its visibility loses the message to
 //! the next receiver, and its ack is refused (`stale`). Work that must happen once is made
@@ -16,8 +18,9 @@ use serde_json::{Value, json};
 use crate::entry::{Action, Entry, live};
 use crate::keyspace;
 use crate::ops::queue::{
-    DEAD_LETTER_SUFFIX, MAX_PRIORITY, Message, QueueListResult, QueuePeekResult, QueueReceiveResult, QueueSendResult,
-    QueueSettleResult, QueueSummary, ReceiveStatus, SendStatus, SendTerms, SettleStatus,
+    DEAD_LETTER_SUFFIX, MAX_PRIORITY, Message, QueueListResult, QueuePeekResult, QueueReceiveResult,
+    QueueRedriveResult, QueueSendResult, QueueSettleResult, QueueSummary, ReceiveStatus, SendStatus, SendTerms,
+    SettleStatus,
 };
 use crate::plan::{Changes, Plan, Record, WriteContext};
 use crate::time::UnixMillis;
@@ -185,11 +188,13 @@ pub fn plan_receive<V: StateView + ?Sized>(
     let now = ctx.now;
     let mut spent = Vec::new();
     let mut picked = None;
+    // A dead-letter queue's messages are delivered however often: they move nowhere further.
+    let dead_letters = queue.ends_with(DEAD_LETTER_SUFFIX);
     scan(view, queue, now, &mut |entry, record| {
         if record.visible_at > now {
             return true;
         }
-        if record.attempts >= record.max_attempts {
+        if !dead_letters && record.attempts >= record.max_attempts {
             spent.push((entry, record));
             return spent.len() < DEAD_LETTERS_PER_RECEIVE;
         }
@@ -212,7 +217,8 @@ pub fn plan_receive<V: StateView + ?Sized>(
         let id = id_of(queue, &entry.key).to_owned();
         let detail = json!({"message_id": id, "attempts": record.attempts, "to": dead_queue});
         changes.remove(&entry, Record::Transition(Action::MessageDeadLetter, detail));
-        let moved = MessageRecord { visible_at: now, receipt: None, consumer: None, attempts: 0, ..record };
+        // It keeps the attempts it came with, for whoever looks at why it died.
+        let moved = MessageRecord { visible_at: now, receipt: None, consumer: None, ..record };
         let key = keyspace::message_key(&dead_queue, &id);
         let detail = json!({"message_id": id, "dead_letter_of": queue});
         let stored = view.get(&key)?;
@@ -319,25 +325,75 @@ pub fn peek<V: StateView + ?Sized>(
 ) -> Result<QueuePeekResult, V::Error> {
     let mut counts = QueueSummary::default();
     let mut messages = Vec::new();
+    let dead_letters = queue.ends_with(DEAD_LETTER_SUFFIX);
     scan(view, queue, now, &mut |entry, record| {
-        counts.count(&record, now);
+        counts.count(&record, now, dead_letters);
         if messages.len() < limit {
             messages.push(record.message(id_of(queue, &entry.key), false));
         }
         true
     })?;
-    let QueueSummary { visible, in_flight, delayed, .. } = counts;
-    Ok(QueuePeekResult { queue: queue.to_owned(), visible, in_flight, delayed, messages, revision })
+    let QueueSummary { visible, in_flight, delayed, spent, .. } = counts;
+    Ok(QueuePeekResult { queue: queue.to_owned(), visible, in_flight, delayed, spent, messages, revision })
 }
 
 impl QueueSummary {
-    fn count(&mut self, record: &MessageRecord, now: UnixMillis) {
+    fn count(&mut self, record: &MessageRecord, now: UnixMillis, dead_letters: bool) {
         match (record.visible_at > now, record.receipt.is_some()) {
+            // Its last attempt has run out: it is on its way to the dead letters, not receivable.
+            (false, _) if !dead_letters && record.attempts >= record.max_attempts => self.spent += 1,
             (false, _) => self.visible += 1,
             (true, true) => self.in_flight += 1,
             (true, false) => self.delayed += 1,
         }
     }
+}
+
+/// Moves up to `limit` messages of `<queue>.dead` back to `queue`, oldest first, visible now and
+/// with their attempts starting over; a message being received from the dead letters stays.
+pub fn plan_redrive<V: StateView + ?Sized>(
+    view: &V,
+    queue: &str,
+    limit: usize,
+    agent_id: Option<&str>,
+    ctx: &WriteContext,
+) -> Result<Plan<QueueRedriveResult>, V::Error> {
+    let now = ctx.now;
+    let dead_queue = format!("{queue}{DEAD_LETTER_SUFFIX}");
+    let (mut picked, mut remaining) = (Vec::new(), 0u64);
+    scan(view, &dead_queue, now, &mut |entry, record| {
+        if record.visible_at > now && record.receipt.is_some() {
+            remaining += 1;
+        } else if picked.len() < limit {
+            picked.push((entry, record));
+        } else {
+            remaining += 1;
+        }
+        true
+    })?;
+    if picked.is_empty() {
+        return Ok(Plan::unchanged(QueueRedriveResult {
+            queue: queue.to_owned(),
+            moved: Vec::new(),
+            remaining,
+            revision: ctx.revision,
+        }));
+    }
+    let mut changes = Changes::new(ctx, agent_id);
+    let mut moved = Vec::new();
+    for (entry, record) in picked {
+        let id = id_of(&dead_queue, &entry.key).to_owned();
+        let ttl = entry.expires_at.map(|at| at.0.saturating_sub(now.0).max(1));
+        changes.remove(&entry, Record::Transition(Action::MessageAck, json!({"message_id": id, "redriven_to": queue})));
+        let back = MessageRecord { visible_at: now, receipt: None, consumer: None, attempts: 0, ..record };
+        let key = keyspace::message_key(queue, &id);
+        let detail = json!({"message_id": id, "redriven_from": dead_queue});
+        let stored = view.get(&key)?;
+        changes.write(stored.as_ref(), &key, back.to_value(), ttl, Record::Transition(Action::MessageSend, detail));
+        moved.push(id);
+    }
+    let revision = changes.revision();
+    Ok(changes.finish(QueueRedriveResult { queue: queue.to_owned(), moved, remaining, revision }))
 }
 
 /// A page of the queues whose name starts with `prefix` and that hold a message, with the
@@ -351,10 +407,19 @@ pub fn list<V: StateView + ?Sized>(
     revision: u64,
 ) -> Result<QueueListResult, V::Error> {
     let space = keyspace::prefix(keyspace::Space::Message);
-    let (names, next_cursor) =
-        names_page(view, &space, prefix, after, page, now, |counts: &mut QueueSummary, _, record: MessageRecord| {
-            counts.count(&record, now);
-        })?;
+    let (names, next_cursor) = names_page(
+        view,
+        &space,
+        prefix,
+        after,
+        page,
+        now,
+        |counts: &mut QueueSummary, entry, record: MessageRecord| {
+            let name = entry.key.get(space.len()..).and_then(|rest| rest.split('\u{2}').next()).unwrap_or("");
+            let dead_letters = name.ends_with(DEAD_LETTER_SUFFIX);
+            counts.count(&record, now, dead_letters);
+        },
+    )?;
     let queues = names.into_iter().map(|(queue, counts)| QueueSummary { queue, ..counts }).collect();
     Ok(QueueListResult { queues, next_cursor, revision })
 }

@@ -25,8 +25,8 @@ use crate::keyspace::{self, Space};
 use crate::ops::workflow::{
     AwaitSignalResult, AwaitStatus, CancelResult, CancelStatus, CheckpointResult, CheckpointStatus, ClaimResult,
     ClaimStatus, CreateRunRequest, CreateRunResult, CreateStatus, FinishResult, FoundStatus, HeartbeatResult,
-    HolderStatus, ListRunsResult, MAX_SIGNALS, ResumeResult, RunStatus, RunStatusResult, RunSummary, Signal,
-    SignalRequest, SignalResult, SignalStatus, StepOutput,
+    HolderStatus, ListRunsResult, ListStatus, MAX_SIGNALS, PendingState, ResumeResult, RunStatus, RunStatusResult,
+    RunSummary, Signal, SignalRequest, SignalResult, SignalStatus, StepOutput,
 };
 use crate::plan::{Changes, Plan, Record, WriteContext};
 use crate::time::UnixMillis;
@@ -201,6 +201,8 @@ impl RunView {
             blocked_by: None,
             not_before: self.run.not_before.filter(|at| *at > now).map(UnixMillis::to_rfc3339),
             awaiting_signal: self.run.awaiting.as_ref().map(|a| a.name.clone()),
+            limited_by: None,
+            state: None,
             created_at: self.run.created_at.to_rfc3339(),
             updated_at: self.run.updated_at.to_rfc3339(),
         }
@@ -210,11 +212,40 @@ impl RunView {
     /// failed or was cancelled and so blocks it for good.
     pub fn describe<V: StateView + ?Sized>(&self, view: &V, now: UnixMillis) -> Result<RunSummary, V::Error> {
         let mut summary = self.summary(now);
-        if summary.run_status == RunStatus::Pending {
-            let deps = dependencies(view, &self.run, now)?;
-            summary.waiting_on = deps.waiting_on;
-            summary.blocked_by = deps.blocked_by;
+        if summary.run_status != RunStatus::Pending {
+            return Ok(summary);
         }
+        let deps = dependencies(view, &self.run, now)?;
+        summary.waiting_on = deps.waiting_on;
+        summary.blocked_by = deps.blocked_by;
+        let parked = match &self.run.awaiting {
+            Some(awaiting) => signal_named(view, self.run_id(), &awaiting.name, awaiting.after)?.is_none(),
+            None => false,
+        };
+        if !parked {
+            // A signal that came makes the name history, not a reason.
+            summary.awaiting_signal = None;
+        }
+        // The same order a claim decides in (`ready`, then `at_limit`), so `claimable` is
+        // exactly what a claim could take.
+        summary.state = Some(if summary.blocked_by.is_some() {
+            PendingState::Blocked
+        } else if parked {
+            PendingState::Parked
+        } else if !summary.waiting_on.is_empty() {
+            PendingState::Waiting
+        } else if summary.not_before.is_some() {
+            PendingState::Delayed
+        } else if at_limit(view, self, now)? {
+            summary.limited_by = self
+                .run
+                .concurrency
+                .as_ref()
+                .map(|c| format!("concurrency key `{}` already runs its limit of {}", c.key, c.limit));
+            PendingState::Waiting
+        } else {
+            PendingState::Claimable
+        });
         Ok(summary)
     }
 
@@ -1209,7 +1240,7 @@ pub fn resume<V: StateView + ?Sized>(
 /// Filters for listing runs.
 #[derive(Debug, Clone, Copy)]
 pub struct RunFilter<'a> {
-    pub status: Option<RunStatus>,
+    pub status: Option<ListStatus>,
     pub name: Option<&'a str>,
     pub tags: &'a BTreeMap<String, String>,
 }
@@ -1233,11 +1264,21 @@ pub fn list<V: StateView + ?Sized>(
             let claim = view.get(&keyspace::claim_key(keyspace::classify(&entry.key).1))?;
             let Some(run) = decode::<RunRecord>(&entry) else { return Ok(None) };
             let run = RunView { entry, run, claim };
-            let wanted = run.matches(filter.name, filter.tags) && filter.status.is_none_or(|s| s == run.status(now));
-            if !wanted {
+            if !run.matches(filter.name, filter.tags) {
                 return Ok(None);
             }
-            run.describe(view, now).map(Some)
+            let status = run.status(now);
+            // Only runs that may be wanted are described (which reads their dependencies).
+            if let Some(wanted) = filter.status {
+                let maybe =
+                    if wanted.needs_state() { status == RunStatus::Pending } else { wanted.admits(status, None) };
+                if !maybe {
+                    return Ok(None);
+                }
+            }
+            let summary = run.describe(view, now)?;
+            let wanted = filter.status.is_none_or(|wanted| wanted.admits(summary.run_status, summary.state));
+            Ok(wanted.then_some(summary))
         },
         |run: &RunSummary| &run.run_id,
     )?;

@@ -76,9 +76,13 @@ pub async fn run(
         listener.local_addr().unwrap_or(args.listen),
         served.what,
     );
+    let api = served.api.clone();
     let shutdown = async move {
         owner::stop_signal().await;
         tracing::info!("stopping: finishing requests in flight");
+        // An owner stopping at the same moment is not replaced for requests this process is
+        // only finishing: a new one would outlive them with no client.
+        api.stop_starting_owners();
         stopping.cancel();
     };
     crate::serve(listener, app, &args.limits(), shutdown).await;

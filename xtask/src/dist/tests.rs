@@ -60,7 +60,10 @@ fn every_artifact_installs_without_rust_or_network_and_serves_mcp() {
     let scratch = tempfile::tempdir().unwrap();
     let out = scratch.path().join("release");
     let target = super::host_target().unwrap();
-    let packed = package(&Package { binaries: built.clone(), target, runnable: built, out: out.clone() }).unwrap();
+    let release_targets = vec![target.clone()];
+    let packed =
+        package(&Package { binaries: built.clone(), target, runnable: built, out: out.clone(), release_targets })
+            .unwrap();
     let names: Vec<String> =
         packed.artifacts.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
     let sums = std::fs::read_to_string(out.join("SHA256SUMS")).unwrap();
@@ -140,9 +143,29 @@ fn every_artifact_installs_without_rust_or_network_and_serves_mcp() {
     std::fs::write(project.join("package.json"), r#"{"name": "uses-state", "private": true}"#).unwrap();
     let tarballs: Vec<PathBuf> = names.iter().filter(|n| n.ends_with(".tgz")).map(|n| out.join(n)).collect();
     assert_eq!(tarballs.len(), 2, "{names:?}");
-    let mut install = vec!["install", "--offline", "--no-audit", "--no-fund", "--silent"];
+    // The launcher names exactly the platform packages of the release (issue 31: it named
+    // linux-arm64, which was not in it, and npm went looking for it in the registry for
+    // minutes): an install from the two tarballs, with a registry nobody answers at, asks it
+    // nothing and finishes.
+    let main = tarballs.iter().find(|t| t.file_name().unwrap().to_string_lossy().starts_with("state-mcp-0")).unwrap();
+    let manifest = sh("tar", &["-xzOf", main.to_str().unwrap(), "package/package.json"], scratch.path(), &[]);
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    let optional: Vec<&String> = manifest["optionalDependencies"].as_object().unwrap().keys().collect();
+    let platform = tarballs.iter().find(|t| t != &main).unwrap();
+    let platform_manifest =
+        sh("tar", &["-xzOf", platform.to_str().unwrap(), "package/package.json"], scratch.path(), &[]);
+    let platform_name = serde_json::from_str::<serde_json::Value>(&platform_manifest).unwrap()["name"].clone();
+    assert_eq!(optional, [platform_name.as_str().unwrap()], "{manifest}");
+    let mut install = vec!["install", "--no-audit", "--no-fund", "--silent", "--fetch-retries=0"];
     install.extend(tarballs.iter().map(|t| t.to_str().unwrap()));
-    sh("npm", &install, &project, &[("npm_config_cache", scratch.path().join("npm-cache").to_str().unwrap())]);
+    let env = [
+        ("npm_config_cache", scratch.path().join("npm-cache").to_str().unwrap().to_owned()),
+        ("npm_config_registry", "http://127.0.0.1:9/".to_owned()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let started = std::time::Instant::now();
+    sh("npm", &install, &project, &env);
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "npm install took {:?}", started.elapsed());
     serves(&project.join("node_modules/.bin/state-mcp"), &project);
     let help = sh(project.join("node_modules/.bin/statectl").to_str().unwrap(), &["--help"], &project, &[]);
     assert!(help.contains("statectl"), "{help}");

@@ -182,6 +182,7 @@ fn a_malformed_tokens_file_never_echoes_a_secret() {
     // What the file's own words are still named, so a typo is easy to find.
     let typo = Tokens::parse("[[token]]\nname = \"a\"\nsecrt = \"x\"\n").map(|_| ()).unwrap_err();
     assert!(typo.contains("`secret`") && typo.contains("`prefixes`"), "{typo}");
+    assert!(typo.contains("unknown field `secrt`"), "the misspelt field itself is named: {typo}");
     let wrong_right = Tokens::parse("[[token]]\nname='a'\nsecret='0123456789abcdef'\nprefixes=['']\nrights=['root']")
         .map(|_| ())
         .unwrap_err();

@@ -301,6 +301,11 @@ pub(crate) fn engine_error(op: Operation, error: EngineError) -> ApiError {
 }
 
 /// The one place a failed call becomes an [`ApiError`] with a message the caller can act on.
+/// What a failed call left as it was, in words: a write was not applied; a read changes nothing.
+fn unchanged(op: Operation) -> &'static str {
+    if op.is_mutating() { "It was not applied." } else { "Nothing was read." }
+}
+
 fn api_error(op: Operation, error: CallError) -> ApiError {
     let name = op.name();
     match error {
@@ -339,16 +344,19 @@ fn api_error(op: Operation, error: CallError) -> ApiError {
             ErrorCode::OutcomeUnknown,
             format!("`{name}`: {storage}. Read the state it changes, or retry with the same request_id."),
         ),
-        CallError::Engine(EngineError::Storage(storage)) => {
-            let hint = match storage {
-                StorageError::Retryable(_) => "Retrying later may succeed",
-                _ => "Check state_health and the server's log",
-            };
-            ApiError::new(
-                ErrorCode::Storage,
-                format!("`{name}` failed in storage: {storage}. A write that failed here was not applied. {hint}."),
-            )
-        }
+        // A database that cannot be reached now (PostgreSQL down, a connection dropped) is a
+        // store that is unavailable, as a client sees it: retry later.
+        CallError::Engine(EngineError::Storage(storage @ StorageError::Retryable(_))) => ApiError::new(
+            ErrorCode::Unavailable,
+            format!("`{name}` could not run: {storage}. {} Retry once it is reachable.", unchanged(op)),
+        ),
+        CallError::Engine(EngineError::Storage(storage)) => ApiError::new(
+            ErrorCode::Storage,
+            format!(
+                "`{name}` failed in storage: {storage}. {} Check state_health and the server's log.",
+                unchanged(op)
+            ),
+        ),
         CallError::Engine(other) => ApiError::new(ErrorCode::Internal, format!("`{name}` failed: {other}")),
     }
 }

@@ -17,6 +17,8 @@ fn run(status: RunStatus, last_step: u64) -> RunSummary {
         blocked_by: None,
         not_before: None,
         awaiting_signal: None,
+        limited_by: None,
+        state: None,
         created_at: UnixMillis(1_500).to_rfc3339(),
         updated_at: UnixMillis(2_250).to_rfc3339(),
     }

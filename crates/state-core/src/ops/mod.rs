@@ -36,6 +36,7 @@ once::mutating!(
     queue::QueueReceiveRequest => "queue_receive",
     queue::QueueAckRequest => "queue_ack",
     queue::QueueNackRequest => "queue_nack",
+    queue::QueueRedriveRequest => "queue_redrive",
     reservation::ReserveRequest => "paths_reserve",
     reservation::ReservationRenewRequest => "paths_renew",
     reservation::ReservationReleaseRequest => "paths_release",

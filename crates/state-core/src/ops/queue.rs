@@ -258,6 +258,53 @@ pub struct QueueSettleResult {
     pub revision: u64,
 }
 
+/// Move dead letters back: messages of `<queue>.dead` return to `queue`, visible now, their
+/// attempts starting over.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueueRedriveRequest {
+    /// The queue whose dead letters go back to it (not the `.dead` one).
+    pub queue: String,
+    /// Most messages moved, 1 to 1000 (default 100), oldest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Idempotency key: a retry with it returns the first result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+impl QueueRedriveRequest {
+    /// How many may move.
+    pub fn validate(&self) -> Result<usize, InvalidInput> {
+        validate_queue(&self.queue)?;
+        if self.queue.ends_with(DEAD_LETTER_SUFFIX) {
+            return Err(InvalidInput::Malformed {
+                argument: "queue".into(),
+                message: format!(
+                    "names a dead-letter queue; give the queue its letters go back to (`{}`)",
+                    self.queue.trim_end_matches(DEAD_LETTER_SUFFIX)
+                ),
+            });
+        }
+        if let Some(agent) = &self.agent_id {
+            crate::key::validate_agent_id("agent_id", agent)?;
+        }
+        crate::ops::kv::page_size("limit", self.limit, 100)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QueueRedriveResult {
+    pub queue: String,
+    /// The messages moved back, by id.
+    pub moved: Vec<String>,
+    /// Dead letters left after this (call again for more).
+    pub remaining: u64,
+    pub revision: u64,
+}
+
 /// Look at a queue without receiving.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -284,6 +331,9 @@ pub struct QueuePeekResult {
     pub in_flight: u64,
     /// Sent with a delay, or nacked with one, not yet due.
     pub delayed: u64,
+    /// Out of attempts: the next receive moves them to `<queue>.dead`.
+    #[serde(default)]
+    pub spent: u64,
     /// The first messages in receive order, without receipts.
     pub messages: Vec<Message>,
     pub revision: u64,
@@ -296,6 +346,9 @@ pub struct QueueSummary {
     pub visible: u64,
     pub in_flight: u64,
     pub delayed: u64,
+    /// Out of attempts, on their way to `<queue>.dead`.
+    #[serde(default)]
+    pub spent: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

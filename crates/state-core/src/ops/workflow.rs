@@ -30,6 +30,75 @@ pub enum RunStatus {
     Cancelled,
 }
 
+/// Where a pending run stands: claimable now, or why not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PendingState {
+    /// A claim could take it now.
+    Claimable,
+    /// Until its dependencies complete (`waiting_on`), or while its concurrency key runs as
+    /// many as its limit (`limited_by`).
+    Waiting,
+    /// Not before `not_before`.
+    Delayed,
+    /// For good: a dependency failed, was cancelled or does not exist (`blocked_by`).
+    Blocked,
+    /// Until a signal named `awaiting_signal` arrives.
+    Parked,
+}
+
+/// What `workflow_list` filters on: a run's status, or, for pending runs, where they stand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ListStatus {
+    Pending,
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+    /// Pending runs a claim could take now.
+    Claimable,
+    /// Pending runs waiting on dependencies or a concurrency limit.
+    Waiting,
+    /// Pending runs whose delay has not passed.
+    Delayed,
+    /// Pending runs blocked for good by a dependency.
+    Blocked,
+    /// Pending runs parked until a signal.
+    Parked,
+}
+
+impl ListStatus {
+    /// Whether a run of `status`, standing at `state` when pending, is one this lists.
+    pub fn admits(self, status: RunStatus, state: Option<PendingState>) -> bool {
+        let wanted_state = match self {
+            ListStatus::Pending => return status == RunStatus::Pending,
+            ListStatus::Running => return status == RunStatus::Running,
+            ListStatus::Completed => return status == RunStatus::Completed,
+            ListStatus::Failed => return status == RunStatus::Failed,
+            ListStatus::Cancelled => return status == RunStatus::Cancelled,
+            ListStatus::Claimable => PendingState::Claimable,
+            ListStatus::Waiting => PendingState::Waiting,
+            ListStatus::Delayed => PendingState::Delayed,
+            ListStatus::Blocked => PendingState::Blocked,
+            ListStatus::Parked => PendingState::Parked,
+        };
+        status == RunStatus::Pending && state == Some(wanted_state)
+    }
+
+    /// Whether a run's pending state must be worked out to decide.
+    pub fn needs_state(self) -> bool {
+        !matches!(
+            self,
+            ListStatus::Pending
+                | ListStatus::Running
+                | ListStatus::Completed
+                | ListStatus::Failed
+                | ListStatus::Cancelled
+        )
+    }
+}
+
 impl RunStatus {
     pub fn is_terminal(self) -> bool {
         matches!(self, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled)
@@ -570,6 +639,12 @@ pub struct RunSummary {
     /// Parked until a signal of this name arrives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub awaiting_signal: Option<String>,
+    /// Its concurrency key runs as many as its limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<String>,
+    /// For a pending run: claimable now, or why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<PendingState>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -632,8 +707,10 @@ pub struct ResumeResult {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListRunsRequest {
+    /// A status, or for pending runs where they stand: `claimable`, `waiting`, `delayed`,
+    /// `blocked`, `parked`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<RunStatus>,
+    pub status: Option<ListStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Only runs carrying all of these tags.
@@ -675,7 +752,7 @@ pub struct DiscoverRequest {
 impl From<DiscoverRequest> for ListRunsRequest {
     fn from(d: DiscoverRequest) -> ListRunsRequest {
         ListRunsRequest {
-            status: Some(RunStatus::Pending),
+            status: Some(ListStatus::Claimable),
             name: d.name,
             tags: d.tags,
             limit: d.limit,

@@ -87,6 +87,56 @@ fn past_its_attempts_a_message_moves_to_the_dead_letter_queue() {
     assert_eq!(ops, vec![HistoryOp::Send, HistoryOp::Receive, HistoryOp::Receive, HistoryOp::DeadLetter]);
 }
 
+/// Dead letters cascaded (issue 31): a dead letter started over at 0 attempts with the same
+/// limit, so received once from `q.dead` without an ack it moved on to `q.dead.dead`. They keep
+/// the attempts they came with, are received from `q.dead` however often, and a redrive moves
+/// them back, starting over.
+#[test]
+fn dead_letters_keep_their_attempts_never_cascade_and_can_be_redriven() {
+    let mut sim = Sim::new();
+    let sent = send(&mut sim, json!("poison"), terms(0, 0, 1), None);
+    assert_eq!(receive(&mut sim).status, ReceiveStatus::Received);
+    sim.advance(VISIBILITY);
+    let peeked = sim.read(|v| peek(v, "q", 10, sim.now, 0));
+    assert_eq!((peeked.visible, peeked.spent), (0, 1), "out of attempts, not receivable: spent");
+    assert_eq!(receive(&mut sim).dead_lettered, vec![sent.message_id.clone()]);
+    let receive_dead = |sim: &mut Sim| sim.run(|v, ctx| plan_receive(v, "q.dead", "ops", VISIBILITY, ctx));
+    for attempt in 2..=4 {
+        let dead = receive_dead(&mut sim);
+        assert_eq!(dead.message.as_ref().map(|m| m.attempts), Some(attempt), "its attempts go on from where they were");
+        assert!(dead.dead_lettered.is_empty());
+        sim.advance(VISIBILITY);
+    }
+    let nothing_further = sim.read(|v| peek(v, "q.dead.dead", 10, sim.now, 0));
+    assert_eq!(nothing_further.messages.len(), 0, "no dead letters of dead letters");
+
+    let redriven = sim.run(|v, ctx| plan_redrive(v, "q", 100, Some("ops"), ctx));
+    assert_eq!((redriven.moved.clone(), redriven.remaining), (vec![sent.message_id.clone()], 0));
+    let back = receive(&mut sim).message.unwrap();
+    assert_eq!((back.message_id, back.attempts, back.body), (sent.message_id, 1, json!("poison")), "a fresh start");
+    assert_eq!(sim.run(|v, ctx| plan_redrive(v, "q", 100, None, ctx)).moved.len(), 0, "none left");
+}
+
+#[test]
+fn a_redrive_moves_at_most_its_limit_and_says_how_many_are_left() {
+    let mut sim = Sim::new();
+    for n in 0..5 {
+        send(&mut sim, json!(n), terms(0, 0, 1), None);
+        receive(&mut sim);
+    }
+    sim.advance(VISIBILITY);
+    assert_eq!(receive(&mut sim).dead_lettered.len(), 5);
+    let first = sim.run(|v, ctx| plan_redrive(v, "q", 2, None, ctx));
+    assert_eq!((first.moved.len(), first.remaining), (2, 3));
+    let request = crate::ops::queue::QueueRedriveRequest {
+        queue: "q.dead".into(),
+        limit: None,
+        agent_id: None,
+        request_id: None,
+    };
+    assert!(request.validate().unwrap_err().to_string().contains("give the queue its letters go back to (`q`)"));
+}
+
 #[test]
 fn a_dedupe_key_returns_the_message_still_queued_and_frees_once_it_is_acked() {
     let mut sim = Sim::new();

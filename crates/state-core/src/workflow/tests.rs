@@ -276,7 +276,7 @@ fn listing_filters_and_pages() {
     let after = crate::cursor::decode("cursor", page.next_cursor.as_deref().unwrap()).unwrap();
     let rest = sim.read(|v| list(v, all, Some(&after), 10, sim.now, 0));
     assert_eq!(rest.runs.len(), 3);
-    let pending_even = RunFilter { status: Some(RunStatus::Pending), name: Some("even"), tags: &no_tags };
+    let pending_even = RunFilter { status: Some(ListStatus::Pending), name: Some("even"), tags: &no_tags };
     let found = sim.read(|v| list(v, pending_even, None, 10, sim.now, 0));
     assert_eq!(found.runs.iter().map(|r| r.run_id.clone()).collect::<Vec<_>>(), vec![ids[2].clone(), ids[4].clone()]);
 }
@@ -747,4 +747,55 @@ fn a_signal_is_small_because_every_claim_and_heartbeat_carries_them_all() {
     assert!(signal(json!({"by": "ana"})).validate(&limits).is_ok());
     let big = json!("x".repeat(crate::ops::workflow::MAX_SIGNAL_VALUE_BYTES));
     assert!(signal(big).validate(&limits).is_err(), "a value past 64 KiB is refused");
+}
+
+/// `workflow_discover` said "runs a worker could claim now" and listed runs no claim could take
+/// (issue 31): waiting on a dependency, blocked on a missing one, held back by a concurrency
+/// limit, delayed, parked on a signal. Each now has a state a list can ask for, with its
+/// reason, and `claimable` is exactly what a claim takes.
+#[test]
+fn a_pending_run_says_whether_a_claim_could_take_it_and_why_not() {
+    let mut sim = Sim::new();
+    let create_with = |sim: &mut Sim, name: &str, tweak: &dyn Fn(&mut CreateRunRequest)| {
+        let mut req = CreateRunRequest { name: name.into(), max_attempts: Some(3), ..CreateRunRequest::default() };
+        tweak(&mut req);
+        sim.run(|v, ctx| plan_create(v, &req, ctx)).run_id
+    };
+    let first = create_with(&mut sim, "first", &|_| {});
+    let waiting = create_with(&mut sim, "after-first", &|r| r.depends_on = vec![first.clone()]);
+    let blocked =
+        create_with(&mut sim, "after-nothing", &|r| r.depends_on = vec!["01NOSUCHRUN0000000000000000".into()]);
+    let delayed = create_with(&mut sim, "later", &|r| r.delay_seconds = Some(3600.0));
+    let limited_a = create_with(&mut sim, "one-at-a-time", &|r| r.concurrency_key = Some("gpu".into()));
+    let limited_b = create_with(&mut sim, "one-at-a-time", &|r| r.concurrency_key = Some("gpu".into()));
+    let parked = create_with(&mut sim, "approval", &|_| {});
+    let token = claim(&mut sim, "w", Some(&parked), &[]).token.unwrap();
+    let awaited = sim.run(|v, ctx| plan_await_signal(v, &parked, as_holder("w", token), "approved", 0, ctx));
+    assert_eq!(awaited.status, AwaitStatus::Waiting);
+    assert_eq!(claim(&mut sim, "w", Some(&limited_a), &[]).status, ClaimStatus::Claimed);
+
+    let no_tags = BTreeMap::new();
+    let listed = |sim: &Sim, status| {
+        let filter = RunFilter { status: Some(status), name: None, tags: &no_tags };
+        sim.read(|v| list(v, filter, None, 100, sim.now, 0)).runs
+    };
+    let ids = |runs: &[RunSummary]| runs.iter().map(|r| r.run_id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&listed(&sim, ListStatus::Claimable)), [first.as_str()], "only what a claim could take");
+    let waits = listed(&sim, ListStatus::Waiting);
+    assert_eq!(ids(&waits), [waiting.as_str(), limited_b.as_str()]);
+    assert_eq!(waits[0].waiting_on, [first.as_str()]);
+    assert!(waits[1].limited_by.as_deref().is_some_and(|l| l.contains("`gpu`")), "{:?}", waits[1]);
+    let blocks = listed(&sim, ListStatus::Blocked);
+    assert_eq!(ids(&blocks), [blocked.as_str()]);
+    assert!(blocks[0].blocked_by.as_deref().is_some_and(|b| b.contains("does not exist")));
+    let delays = listed(&sim, ListStatus::Delayed);
+    assert_eq!(ids(&delays), [delayed.as_str()]);
+    assert!(delays[0].not_before.is_some());
+    let parks = listed(&sim, ListStatus::Parked);
+    assert_eq!(ids(&parks), [parked.as_str()]);
+    assert_eq!(parks[0].awaiting_signal.as_deref(), Some("approved"));
+    assert_eq!(listed(&sim, ListStatus::Pending).len(), 6, "pending is all of them, as before");
+    // And a claim of the next run takes exactly the one listed as claimable.
+    assert_eq!(claim(&mut sim, "w2", None, &[]).run_id.as_deref(), Some(first.as_str()));
+    assert_eq!(claim(&mut sim, "w3", None, &[]).status, ClaimStatus::NoneAvailable);
 }

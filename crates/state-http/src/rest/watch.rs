@@ -63,7 +63,14 @@ async fn watch(
     };
     let watcher = match service.api.watch(principal, request).await {
         Ok(watcher) => watcher,
-        Err(error) => return problem::reply(Reply::error(error), OnConflict::Conflict),
+        Err(mut error) => {
+            // This route calls the watch's starting point `from_revision`: say it so.
+            error.message = error.message.replace("`after_revision`", "`from_revision`");
+            if error.argument.as_deref() == Some("after_revision") {
+                error.argument = Some("from_revision".into());
+            }
+            return problem::reply(Reply::error(error), OnConflict::Conflict);
+        }
     };
     let keep_alive = KeepAlive::new().interval(service.keep_alive).text("keep-alive");
     let stream = Sse::new(events(watcher, service.shutdown.clone())).keep_alive(keep_alive).into_response();

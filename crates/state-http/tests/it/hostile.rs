@@ -229,6 +229,7 @@ fn a_watch_from_beyond_the_present_is_refused_at_once() {
     let sse = http.request("GET", &format!("/v1/watch?from_revision={max}"), &[], None).unwrap();
     let body = problem(&sse, 400, "invalid_input");
     assert!(body["detail"].as_str().unwrap().contains("past this store's current revision 1"), "{body}");
+    assert!(body["detail"].as_str().unwrap().contains("`from_revision`"), "named as this route names it: {body}");
     assert!(!body["detail"].as_str().unwrap().contains("shutting down"));
     let resumed = http.request("GET", "/v1/watch", &[("Last-Event-ID", max.as_str())], None).unwrap();
     problem(&resumed, 400, "invalid_input");

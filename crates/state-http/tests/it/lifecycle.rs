@@ -272,3 +272,42 @@ fn the_systemd_units_run_a_lasting_owner_and_a_server_that_joins_it() {
     let status = owner_process.wait().unwrap();
     assert!(status.success(), "the owner exits cleanly on SIGTERM: {status}");
 }
+
+/// Two servers on one database, both stopped at once (issue 31): the joined one lost its owner
+/// while finishing, rejoined by starting a new owner, and left it behind with no client for its
+/// idle time. A server that is stopping starts no owner.
+#[test]
+fn servers_stopped_together_leave_no_owner_behind() {
+    let place = Place::new();
+    let mut owner = place.serve(&[]);
+    let mut joined = place.serve(&[]);
+    assert!(joined.stderr().contains("joined the owner"), "{}", joined.stderr());
+    expect(&joined.client().request("PUT", "/v1/kv/k", &[], Some(b"1")).unwrap(), 200);
+    // Both hear SIGTERM; the owner's goes first, as a service manager stopping both might.
+    for pid in [owner.pid(), joined.pid()] {
+        std::process::Command::new("kill").arg(pid.to_string()).status().unwrap();
+    }
+    assert!(owner.terminate().unwrap().success());
+    assert!(joined.terminate().unwrap().success());
+    assert!(!joined.stderr().contains("started_owner=true"), "{}", joined.stderr());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while std::time::Instant::now() < deadline {
+        assert_eq!(state_api::database_holder(&place.db), None, "an owner was left holding the database");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// A port in use said why twice (issue 31): once.
+#[test]
+fn a_port_in_use_is_said_once() {
+    let place = Place::new();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let db = place.db.to_string_lossy().into_owned();
+    let env = place.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, stderr) = run_to_exit(binary(), &["--db", &db, "--listen", &addr], &env).unwrap();
+    assert!(!status.success());
+    assert_eq!(stderr.matches("Address already in use").count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("cannot listen on {addr}")), "{stderr}");
+}

@@ -5,7 +5,7 @@ use state_e2e::ProtocolEra;
 
 use crate::TestServer;
 
-const NATIVE_TOOLS: [&str; 58] = [
+const NATIVE_TOOLS: [&str; 59] = [
     "state_get",
     "state_set",
     "state_delete",
@@ -33,6 +33,7 @@ const NATIVE_TOOLS: [&str; 58] = [
     "queue_receive",
     "queue_ack",
     "queue_nack",
+    "queue_redrive",
     "queue_peek",
     "queue_list",
     "workflow_create",

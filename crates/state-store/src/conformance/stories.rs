@@ -958,7 +958,7 @@ pub async fn workflow_lifecycle(backend: &dyn BackendFactory) {
     assert_eq!(history.events[1].agent_id.as_deref(), Some("w1"));
     let listed = s
         .engine
-        .workflow_list(ListRunsRequest { status: Some(RunStatus::Completed), ..Default::default() })
+        .workflow_list(ListRunsRequest { status: Some(ListStatus::Completed), ..Default::default() })
         .await
         .unwrap();
     assert_eq!(listed.runs.len(), 1);

@@ -7,7 +7,8 @@ use state_core::idempotency::Once;
 use state_core::ops::history::HistoryKind;
 use state_core::ops::queue::{
     QueueAckRequest, QueueListResult, QueueNackRequest, QueuePeekRequest, QueuePeekResult, QueueReceiveRequest,
-    QueueReceiveResult, QueueSendRequest, QueueSendResult, QueueSettleResult, ReceiveStatus,
+    QueueReceiveResult, QueueRedriveRequest, QueueRedriveResult, QueueSendRequest, QueueSendResult, QueueSettleResult,
+    ReceiveStatus,
 };
 use state_core::ops::{NameListRequest, Paged};
 use state_core::queue::{self, Outgoing};
@@ -76,6 +77,14 @@ impl Engine {
         let delay = req.validate()?;
         self.plan(Once::of(&req)?, move |view, ctx| {
             queue::plan_nack(view, &req.queue, &req.message_id, req.receipt, delay, ctx)
+        })
+        .await
+    }
+
+    pub async fn queue_redrive(&self, req: QueueRedriveRequest) -> Result<QueueRedriveResult, EngineError> {
+        let limit = req.validate()?;
+        self.plan(Once::of(&req)?, move |view, ctx| {
+            queue::plan_redrive(view, &req.queue, limit, req.agent_id.as_deref(), ctx)
         })
         .await
     }

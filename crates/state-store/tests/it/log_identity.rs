@@ -320,3 +320,36 @@ fn links_and_other_users_files_planted_beside_a_database_are_not_used() {
         eprintln!("SKIPPED: another user's files need root to make");
     }
 }
+
+/// A log damaged in its middle (issue 31): refused, saying how many acknowledged batches follow
+/// the damage and what to do; accepting the loss keeps the writes before the damage and sets the
+/// log aside, not deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_damaged_in_the_middle_keeps_what_came_before_when_the_loss_is_accepted() {
+    if std::env::var_os("LOGID_DB").is_some() || std::env::var_os("LOGID_OPEN").is_some() {
+        return;
+    }
+    tokio::task::block_in_place(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("state.redb");
+        let keys = crash_after_writing(&db, "k", 10, None);
+        let mut bytes = std::fs::read(log_of(&db)).unwrap();
+        // Each small batch takes one 512-byte slot from offset 4096: damage the fifth's payload.
+        bytes[4096 + 4 * 512 + 40] ^= 0x55;
+        std::fs::write(log_of(&db), &bytes).unwrap();
+        let error = refusal(&db);
+        assert!(error.contains("damaged at offset 6144") && error.contains("5 acknowledged write batches"), "{error}");
+        let recovered = engine_on(RedbBackend::open_accepting_log_loss(&db).unwrap());
+        for (n, key) in keys.iter().enumerate() {
+            let expected = (n < 4).then(|| json!(n));
+            assert_eq!(value_of(&recovered, key), expected, "{key}");
+        }
+        tokio::runtime::Handle::current().block_on(recovered.close());
+        let aside: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".wal.set-aside-"))
+            .collect();
+        assert_eq!(aside.len(), 1, "the damaged log is kept aside");
+    });
+}

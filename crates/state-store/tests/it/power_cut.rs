@@ -150,5 +150,7 @@ async fn damage_in_the_middle_of_the_log_refuses_to_open_and_names_the_place() {
         Ok(_) => panic!("a log damaged before acknowledged records was opened"),
     };
     assert!(refused.contains("state.redb.wal") && refused.contains("damaged at offset 4096"), "{refused}");
-    assert!(refused.contains("acknowledged writes follow"), "{refused}");
+    // It says how much follows the damage, and what to do (issue 31).
+    assert!(refused.contains("19 acknowledged write batches follow the damage"), "{refused}");
+    assert!(refused.contains("--accept-lost-writes") && refused.contains("backup"), "{refused}");
 }

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use redb::{Database, ReadableDatabase};
+use redb::ReadableDatabase;
 
 use super::wal::{Found, Tail};
 use super::{META, META_REVISION, META_WAL_LSN, NAMES, storage};
@@ -39,7 +39,7 @@ pub(super) struct Stored {
 }
 
 impl Stored {
-    pub(super) fn read(db: &Database) -> Result<Stored, StorageError> {
+    pub(super) fn read(db: &impl ReadableDatabase) -> Result<Stored, StorageError> {
         let txn = db.begin_read().map_err(storage)?;
         let meta = txn.open_table(META).map_err(storage)?;
         let get = |name: &str| -> Result<Option<u64>, StorageError> {
@@ -72,6 +72,8 @@ pub(super) enum Distrust {
     Stale { found: u64, expected: u64 },
     /// The file ends inside the log where records should go on.
     CutShort { len: u64 },
+    /// Damage in the middle of the log, with acknowledged records after it.
+    Damaged { offset: u64, following: u64 },
 }
 
 /// Judges the log found at open against what the database recorded. `None`: it may be
@@ -88,6 +90,10 @@ pub(super) fn judge(stored: &Stored, found: Option<Found>, tail: Tail, has_recor
         // One that holds nothing can be taken over: nobody's writes are in it.
         return (has_records || stored.log_open).then_some(Distrust::Foreign { theirs: found.store });
     }
+    // Damage before acknowledged records matters however the store was closed.
+    if let Tail::Damaged { offset, following } = tail {
+        return Some(Distrust::Damaged { offset, following });
+    }
     if !stored.log_open {
         return None;
     }
@@ -100,6 +106,7 @@ pub(super) fn judge(stored: &Stored, found: Option<Found>, tail: Tail, has_recor
     }
     match tail {
         Tail::CutShort { len } => Some(Distrust::CutShort { len }),
+        Tail::Damaged { offset, following } => Some(Distrust::Damaged { offset, following }),
         Tail::Clean => None,
     }
 }
@@ -131,8 +138,13 @@ impl Distrust {
                  database continued with epoch {expected}): the writes of the newer one are not in it"
             ),
             Distrust::CutShort { len } => format!(
-                "the write-ahead log {log} was cut short ({len} bytes, where the log only ever grows in whole \
-                 MiB): acknowledged writes at its end are gone"
+                "the write-ahead log {log} was cut short ({len} bytes, where its records should go on): \
+                 acknowledged writes at its end are gone"
+            ),
+            Distrust::Damaged { offset, following } => format!(
+                "the write-ahead log {log} is damaged at offset {offset}, and {following} acknowledged write \
+                 batches follow the damage: opening without them loses them (the writes before the damage are \
+                 kept). Restoring the last backup loses what came after it instead"
             ),
         }
     }

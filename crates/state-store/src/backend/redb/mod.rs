@@ -24,6 +24,7 @@ mod failpoint;
 pub mod faults;
 mod holder;
 mod identity;
+pub mod inspect;
 mod logged;
 mod unpublished;
 pub mod wal;
@@ -217,11 +218,24 @@ impl RedbBackend {
                 return Err(Replay::Distrusted { log: log.path.clone(), why });
             }
             tracing::warn!(log = %log.path.display(), "opening without the writes the log lacks: {why}");
-            if matches!(distrust, Distrust::Foreign { .. } | Distrust::Stale { .. }) {
-                drop(wal);
-                let aside = set_aside(&log.path)?;
-                tracing::warn!(log = %log.path.display(), moved_to = %aside.display(), "moved the log aside");
-                (wal, records) = open_log()?;
+            match distrust {
+                Distrust::Foreign { .. } | Distrust::Stale { .. } => {
+                    drop(wal);
+                    let aside = set_aside(&log.path)?;
+                    tracing::warn!(log = %log.path.display(), moved_to = %aside.display(), "moved the log aside");
+                    (wal, records) = open_log()?;
+                }
+                // The records before the damage are replayed; the log with the rest is kept
+                // aside for whoever wants them, and a new one begins.
+                Distrust::Damaged { .. } => {
+                    let kept = std::mem::take(&mut records);
+                    drop(wal);
+                    let aside = set_aside(&log.path)?;
+                    tracing::warn!(log = %log.path.display(), moved_to = %aside.display(), "moved the log aside");
+                    (wal, _) = open_log()?;
+                    records = kept;
+                }
+                Distrust::Missing | Distrust::CutShort { .. } => {}
             }
         }
         let mut applied = stored.applied;

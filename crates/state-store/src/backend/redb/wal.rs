@@ -135,6 +135,9 @@ pub(super) enum Tail {
     /// At the end of a file shorter than the log ever made it: the file was cut, and records
     /// acknowledged past the cut are gone.
     CutShort { len: u64 },
+    /// At damage in the middle of the log: `following` valid records of this epoch, written
+    /// after the damaged one, were acknowledged and cannot be replayed in order.
+    Damaged { offset: u64, following: u64 },
 }
 
 pub(super) struct Wal {
@@ -262,20 +265,21 @@ impl Wal {
             at = next;
         }
         // What stopped the reading: the torn tail of an unacknowledged append, or damage with
-        // acknowledged records after it.
+        // acknowledged records after it (counted, for whoever must decide to do without them).
         let mut probe = at + ALIGN;
+        let mut following = 0u64;
         while probe + RECORD_HEADER <= len {
-            if let Read::Record(record, _) = read_record(&*file, probe, len, &header)?
-                && record.lsn >= expected
-            {
-                return Err(LogError::Corrupt(format!(
-                    "{}: the write-ahead log is damaged at offset {at}, and acknowledged writes follow it \
-                     (sequence number {} at offset {probe}); the store will not open without them",
-                    path.display(),
-                    record.lsn
-                )));
+            match read_record(&*file, probe, len, &header)? {
+                // Records the database already holds (at or below `next_lsn - 1`) need no replay.
+                Read::Record(record, next) if record.lsn >= expected && record.lsn >= next_lsn => {
+                    following += 1;
+                    probe = next;
+                }
+                _ => probe += ALIGN,
             }
-            probe += ALIGN;
+        }
+        if following > 0 {
+            tail = Tail::Damaged { offset: at, following };
         }
         let found = Some(Found { epoch: header.epoch, store: header.store });
         let wal = Wal {
@@ -286,7 +290,8 @@ impl Wal {
             end: at,
             len,
             next_lsn: expected,
-            damaged: false,
+            // Past damage nothing may be appended: the records after it would be read as its.
+            damaged: matches!(tail, Tail::Damaged { .. }),
             store,
             found,
             tail,
