@@ -116,6 +116,7 @@ async def native(p):
     got = await p.call("queue_receive", {"queue": "sdk/inbox", "consumer_id": "w2"})
     await p.call("queue_ack", {"queue": "sdk/inbox", "message_id": got["message"]["message_id"], "receipt": got["message"]["receipt"]})
     await p.call("queue_receive", {"queue": "sdk/inbox", "consumer_id": "w2"})  # empty
+    await p.call("queue_redrive", {"queue": "sdk/inbox", "limit": 10})  # no dead letters
 
     run = await p.call("workflow_create", {"name": "sdk-job", "tags": {"team": "a"}, "input": {"x": 1}})
     await p.call("workflow_status", {"run_id": run["run_id"]})  # nobody holds it yet

@@ -9,6 +9,7 @@
 mod authn;
 mod browser;
 pub mod flags;
+mod holding;
 mod listen;
 mod mcp;
 mod metrics;

@@ -309,34 +309,8 @@ impl tower::Service<Request<hyper::body::Incoming>> for Busy {
                 Ok(response) => response,
                 Err(never) => match never {},
             };
-            Ok(response.map(|body| Body::new(Finishing { body, _in_flight: in_flight })))
+            Ok(response.map(|body| crate::holding::holding(body, in_flight)))
         })
-    }
-}
-
-/// A response body that keeps its request counted as in flight until it is done.
-struct Finishing {
-    body: Body,
-    _in_flight: InFlight,
-}
-
-impl hyper::body::Body for Finishing {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
     }
 }
 

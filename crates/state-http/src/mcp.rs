@@ -139,5 +139,5 @@ pub(crate) async fn listen_first(
         return axum::Json(refused).into_response();
     }
     let response = next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(body))).await;
-    response.map(|body| axum::body::Body::new(crate::quotas::Holding { body, _held: held }))
+    response.map(|body| crate::holding::holding(body, held))
 }

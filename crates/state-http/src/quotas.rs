@@ -5,11 +5,8 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
@@ -120,33 +117,7 @@ pub(crate) async fn admit(State(service): State<Service>, request: Request, next
             service.quotas.limits.requests
         ));
     };
-    next.run(request).await.map(|body| Body::new(Holding { body, _held: held }))
-}
-
-/// A response body that keeps a share of its caller's quota until it is done.
-pub(crate) struct Holding {
-    pub(crate) body: Body,
-    pub(crate) _held: Held,
-}
-
-impl hyper::body::Body for Holding {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
-    }
+    next.run(request).await.map(|body| crate::holding::holding(body, held))
 }
 
 #[cfg(test)]

@@ -75,7 +75,7 @@ async fn watch(
     let keep_alive = KeepAlive::new().interval(service.keep_alive).text("keep-alive");
     let stream = Sse::new(events(watcher, service.shutdown.clone())).keep_alive(keep_alive).into_response();
     // The stream counts against the caller's watches until it ends.
-    let mut response = stream.map(|body| axum::body::Body::new(crate::quotas::Holding { body, _held: held }));
+    let mut response = stream.map(|body| crate::holding::holding(body, held));
     // Proxies that buffer responses would hold events back until the buffer fills.
     response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
     response.extensions_mut().insert(Outcome::Ok);
