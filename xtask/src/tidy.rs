@@ -62,14 +62,17 @@ fn layers_point_one_way() {
     let frontends = ["state-mcp", "state-http", "state-cli"];
     let ours =
         |package: &str| -> Vec<String> { graph[package].iter().filter(|d| d.starts_with("state-")).cloned().collect() };
-    assert_eq!(ours("state-store"), ["state-core"], "the engine builds on the core alone");
+    assert_eq!(ours("state-os"), Vec::<String>::new(), "the platform seam depends on none of ours");
+    let mut store = ours("state-store");
+    store.sort();
+    assert_eq!(store, ["state-core", "state-os"], "the engine builds on the core and the platform seam alone");
     assert_eq!(ours("state-compat"), ["state-core"], "the replaced servers' shapes map onto the core's, nothing else");
     let mut api = ours("state-api");
     api.sort();
     assert_eq!(
         api,
-        ["state-compat", "state-core", "state-store"],
-        "the seam builds on the engine, the core and the replaced servers' shapes alone"
+        ["state-compat", "state-core", "state-os", "state-store"],
+        "the seam builds on the engine, the core, the platform and the replaced servers' shapes alone"
     );
     assert_eq!(
         ours("state-boot"),
@@ -168,6 +171,47 @@ fn crates_follow_the_layout() {
         );
         assert!(manifest.contains("[lints]\nworkspace = true"), "crates/{folder} must use the workspace lints");
     }
+}
+
+/// Product code names no operating system outside the platform seam, so a Linux-only call
+/// cannot slip in anywhere else (CI also builds the workspace for macOS). Tests and benchmarks
+/// run on Linux and may read /proc.
+#[test]
+fn only_the_platform_seam_names_an_operating_system() {
+    for entry in std::fs::read_dir(root().join("crates")).expect("crates/") {
+        let src = entry.expect("entry").path().join("src");
+        if src.ends_with("state-os/src") || !src.is_dir() {
+            continue;
+        }
+        for file in rust_files(&src) {
+            let text = std::fs::read_to_string(&file).expect("readable source");
+            for os_specific in
+                ["target_os", "target_vendor", "\"/proc", "pidfd", "OFlags::DIRECT", "RDHUP", "F_FULLFSYNC"]
+            {
+                let in_code =
+                    text.lines().filter(|l| !l.trim_start().starts_with("//")).any(|l| l.contains(os_specific));
+                assert!(!in_code, "{} names `{os_specific}`: put it behind state-os", file.display());
+            }
+        }
+    }
+}
+
+/// `unsafe` is denied everywhere; one file of the platform seam allows it, for the one call
+/// nothing safe wraps.
+#[test]
+fn unsafe_code_lives_in_one_file() {
+    let allowed = root().join("crates/state-os/src/process/macos.rs");
+    for dir in ["crates", "tests", "xtask"] {
+        for file in rust_files(&root().join(dir)) {
+            let text = std::fs::read_to_string(&file).expect("readable source");
+            let allows = |l: &str| l.trim_start().starts_with("#") && l.contains("(unsafe_code)");
+            if text.lines().any(allows) {
+                assert_eq!(file, allowed, "{} allows unsafe code", file.display());
+            }
+        }
+    }
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).expect("Cargo.toml");
+    assert!(manifest.contains("unsafe_code = \"deny\""), "the workspace denies unsafe code");
 }
 
 fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {

@@ -37,8 +37,8 @@ pub use logfile::{CappedLog, DEFAULT_LOG_CAP, owner_log_path};
 pub use options::{CORE, Options};
 pub use pages::Pages;
 pub use paths::{
-    DatabaseState, Inspection, LogState, PathError, RUNTIME_DIR_ENV, Rendezvous, database_holder, free_space,
-    holder_note_path, inspect_database, runtime_dir, writable_dir, write_ahead_log_path,
+    DatabaseState, Inspection, LogState, PathError, RUNTIME_DIR_ENV, Rendezvous, current_uid, database_holder,
+    free_space, holder_note_path, inspect_database, runtime_dir, writable_dir, write_ahead_log_path,
 };
 pub use recover::{Recovery, recover_database};
 pub use remote::{DEFAULT_HANG_TIMEOUT, JoinConfig, JoinError, Joined, OwnerLauncher};

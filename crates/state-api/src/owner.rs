@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 use crate::local::{Host, Local, engine_config};
 use crate::options::Options;
-use crate::paths::{PathError, Rendezvous, uid};
+use crate::paths::{PathError, Rendezvous, current_uid};
 use crate::reply::{ApiError, ErrorCode, Outcome, Reply};
 use crate::wire::{
     self, Call, Greeting, Hello, MAX_CALLS_IN_FLIGHT, PROTOCOL, Readiness, Refused, ReplyFrame, Settings, WIRE_VERSION,
@@ -265,7 +265,7 @@ struct Shared {
 
 async fn serve_connection(stream: UnixStream, shared: &Shared) {
     match stream.peer_cred() {
-        Ok(cred) if cred.uid() == uid() => {}
+        Ok(cred) if cred.uid() == current_uid() => {}
         Ok(cred) => {
             tracing::warn!(uid = cred.uid(), "refused a connection from another user");
             return;
@@ -672,7 +672,7 @@ fn setup_hint(path: &Path, source: &std::io::Error) -> String {
     format!(
         ". This user (uid {}) cannot write in {}: give --db (or STATE_DB) a path in a directory you can write, \
          or have that directory's owner grant write access",
-        uid(),
+        current_uid(),
         dir.display()
     )
 }

@@ -44,8 +44,9 @@ pub fn free_space(dir: &Path) -> std::io::Result<u64> {
     state_store::files::free_space(dir)
 }
 
-/// The directory owner sockets live in when none is given: `$XDG_RUNTIME_DIR/state`, else
-/// `/tmp/state-<uid>`.
+/// The directory owner sockets live in when none is given: on Linux `$XDG_RUNTIME_DIR/state`,
+/// else (and on macOS) `state-<uid>` in the temporary directory; `/tmp/state-<uid>` when that
+/// would make socket paths too long to bind.
 pub fn runtime_dir(given: Option<&Path>) -> PathBuf {
     given.map_or_else(default_runtime_dir, Path::to_path_buf)
 }
@@ -69,16 +70,28 @@ pub enum PathError {
     CreateRuntimeDir { path: PathBuf, source: std::io::Error },
     #[error("refusing the owner socket directory {}: it {reason}. {fix}", path.display())]
     UnsafeRuntimeDir { path: PathBuf, reason: String, fix: String },
+    #[error(
+        "the owner socket directory {} is too long: a socket in it would have a {length}-byte path, and \
+         Unix sockets here take at most {limit} bytes. Set {RUNTIME_DIR_ENV} (or --runtime-dir) to a \
+         directory at most {} bytes long",
+        path.display(),
+        limit - SOCKET_NAME_BYTES - 1
+    )]
+    RuntimeDirTooLong { path: PathBuf, length: usize, limit: usize },
 }
 
 impl Rendezvous {
     /// Finds (and creates, private, if missing) the socket directory for `db`. `runtime_dir`
-    /// overrides the default: `$XDG_RUNTIME_DIR/state`, else `/tmp/state-<uid>`.
+    /// overrides the default ([`runtime_dir`]).
     pub fn for_database(db: &Path, runtime_dir: Option<&Path>) -> Result<Rendezvous, PathError> {
         let db = canonical_database(db)?;
         let dir = runtime_dir.map_or_else(default_runtime_dir, Path::to_path_buf);
-        ensure_private_dir(&dir)?;
         let socket = dir.join(format!("{:016x}.sock", fnv1a(db.as_os_str().as_bytes())));
+        let length = socket.as_os_str().len();
+        if length > state_os::socket::MAX_SOCKET_PATH {
+            return Err(PathError::RuntimeDirTooLong { path: dir, length, limit: state_os::socket::MAX_SOCKET_PATH });
+        }
+        ensure_private_dir(&dir)?;
         Ok(Rendezvous { db, dir, socket })
     }
 }
@@ -89,14 +102,22 @@ fn canonical_database(db: &Path) -> Result<PathBuf, PathError> {
     state_store::files::database_path(db).map_err(|source| PathError::DatabaseDir { path: db.to_owned(), source })
 }
 
+/// A socket's file name: 16 hex digits and `.sock`.
+const SOCKET_NAME_BYTES: usize = 21;
+
+/// The system's default, unless a socket in it would be too long to bind (a deep `$TMPDIR`):
+/// then the short one every system has.
 fn default_runtime_dir() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(dir) if dir.is_absolute() => dir.join("state"),
-        _ => std::env::temp_dir().join(format!("state-{}", uid())),
+    let dir = state_os::socket::default_runtime_dir();
+    if dir.as_os_str().len() + 1 + SOCKET_NAME_BYTES <= state_os::socket::MAX_SOCKET_PATH {
+        dir
+    } else {
+        state_os::socket::short_runtime_dir()
     }
 }
 
-pub(crate) fn uid() -> u32 {
+/// This process's user.
+pub fn current_uid() -> u32 {
     rustix::process::getuid().as_raw()
 }
 
@@ -120,9 +141,9 @@ fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
     if !meta.is_dir() {
         return Err(unsafe_dir("is not a directory".into(), format!("Remove it, {elsewhere}")));
     }
-    if meta.uid() != uid() {
+    if meta.uid() != current_uid() {
         return Err(unsafe_dir(
-            format!("belongs to uid {}, not to this user (uid {})", meta.uid(), uid()),
+            format!("belongs to uid {}, not to this user (uid {})", meta.uid(), current_uid()),
             format!("Have it removed, {elsewhere}"),
         ));
     }

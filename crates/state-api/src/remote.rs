@@ -28,7 +28,7 @@ use tokio::time::Instant;
 
 use self::launch::{Launched, launch};
 use crate::options::Options;
-use crate::paths::{PathError, RUNTIME_DIR_ENV, Rendezvous, uid};
+use crate::paths::{PathError, RUNTIME_DIR_ENV, Rendezvous, current_uid};
 use crate::reply::{ApiError, ErrorCode, Reply};
 use crate::settle::{self, Attempt, RequestIds, Transport, Unreached};
 use crate::wire::{self, Call, Greeting, Hello, PROTOCOL, ReplyFrame, Settings, WIRE_VERSION, Welcome};
@@ -589,7 +589,7 @@ async fn connect(inner: &Arc<Inner>) -> Result<Arc<Connection>, Contact> {
         Err(e) => return Err(Contact::Absent(format!("nothing is listening at {} ({e})", socket.display()))),
     };
     let peer_pid = match stream.peer_cred() {
-        Ok(cred) if cred.uid() == uid() => cred.pid().and_then(|pid| u32::try_from(pid).ok()),
+        Ok(cred) if cred.uid() == current_uid() => cred.pid().and_then(|pid| u32::try_from(pid).ok()),
         Ok(cred) => return Err(not_an_owner(format!("the listener runs as uid {}, not as this user", cred.uid()))),
         Err(e) => return Err(not_an_owner(format!("cannot read the listener's credentials: {e}"))),
     };

@@ -45,11 +45,11 @@ pub fn parse<T: clap::FromArgMatches>(command: clap::Command) -> T {
 /// Which database, and where its owner's socket lives.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DatabaseArgs {
-    /// Database file [default: $XDG_DATA_HOME/state/state.redb, i.e. ~/.local/share/state/state.redb]
+    /// Database file [default: state/state.redb in the data directory: ~/.local/share ($XDG_DATA_HOME) on Linux, ~/Library/Application Support on macOS]
     #[arg(long, env = "STATE_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
 
-    /// Directory for owner sockets, private to this user [default: $XDG_RUNTIME_DIR/state, else /tmp/state-<uid>]
+    /// Directory for owner sockets, private to this user [default: $XDG_RUNTIME_DIR/state, else state-<uid> in $TMPDIR or /tmp]
     #[arg(long, env = "STATE_RUNTIME_DIR", value_name = "DIR")]
     pub runtime_dir: Option<PathBuf>,
 }

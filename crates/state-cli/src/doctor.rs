@@ -153,16 +153,11 @@ fn directory(db: &Path) -> Check {
         Ok(()) => ok("directory", format!("{} is writable by this user", existing.display())),
         Err(error) => fail(
             "directory",
-            format!("this user (uid {}) cannot write in {}: {error}", my_uid(), existing.display()),
+            format!("this user (uid {}) cannot write in {}: {error}", state_api::current_uid(), existing.display()),
             "give --db (or STATE_DB) a path in a directory you can write, or have its owner grant write access"
                 .to_owned(),
         ),
     }
-}
-
-/// This process's user, as the system sees it.
-fn my_uid() -> u32 {
-    std::fs::metadata("/proc/self").map_or(0, |m| m.uid())
 }
 
 /// The write-ahead log beside the database, read and judged as an open would: it holds recent

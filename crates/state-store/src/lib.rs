@@ -13,7 +13,6 @@ pub mod conformance;
 mod engine;
 mod error;
 pub mod files;
-pub mod process;
 
 pub use backend::redb::RedbBackend;
 pub use backend::{Backend, Backup, WriterExclusion};

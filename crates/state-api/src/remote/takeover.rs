@@ -6,17 +6,19 @@
 //! it whether its writer still moves; one that gets no answer to that either ends it, then
 //! rejoins (starting a new owner) and resends its calls under their idempotency keys. Ending
 //! is done safely: only the process the database's holder note names as its owner, by pid and
-//! start time, which is the process listening; through a pidfd opened before the start time
-//! is checked again, so a process that reused the pid is never hit; first SIGTERM (with
-//! SIGCONT, so a stopped one hears it) to let it commit what it queued, SIGKILL only if it does
-//! not exit. Without such a note nothing is signalled: the joiner says so and leaves it.
+//! start time, which is the process listening; through a hold on that process (`state_os::hold`:
+//! a descriptor of the process on Linux, the start time checked again before every signal on
+//! macOS), so a process that reused the pid is never hit; first SIGTERM (with SIGCONT, so a
+//! stopped one hears it) to let it commit what it queued, SIGKILL only if it does not exit.
+//! Without such a note nothing is signalled: the joiner says so and leaves it.
 
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use rustix::event::{PollFd, PollFlags, Timespec};
-use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
+use state_os::hold::{Hold, Signal};
+use state_os::socket::peer_hung_up;
 use state_store::RedbBackend;
 
 /// How long an owner asked to stop gets to finish its queued writes before it is killed.
@@ -38,6 +40,11 @@ pub(super) enum Ended {
 
 /// Ends the owner `pid` of `db`, to which `socket` is a connection it does not answer on.
 pub(super) async fn end_hung_owner(db: &Path, pid: u32, socket: BorrowedFd<'_>) -> Result<Ended, String> {
+    end_through::<state_os::hold::Native>(db, pid, socket).await
+}
+
+/// [`end_hung_owner`] through a hold of kind `H` (the tests run every kind on this system).
+async fn end_through<H: Hold>(db: &Path, pid: u32, socket: BorrowedFd<'_>) -> Result<Ended, String> {
     let holder = match RedbBackend::holder(db) {
         Some(holder) if holder.pid != pid => {
             return Err(format!(
@@ -64,61 +71,36 @@ pub(super) async fn end_hung_owner(db: &Path, pid: u32, socket: BorrowedFd<'_>) 
             ));
         }
     };
-    let raw = i32::try_from(pid).ok().and_then(Pid::from_raw).ok_or_else(|| format!("{pid} is not a process id"))?;
-    let pidfd = match pidfd_open(raw, PidfdFlags::empty()) {
-        Ok(pidfd) => pidfd,
-        Err(rustix::io::Errno::SRCH) => return Ok(Ended::AlreadyGone),
-        Err(error) => return Err(format!("cannot open pid {pid}: {error}")),
+    let Some(started) = holder.started else { return Err(format!("pid {pid} has no start time")) };
+    let hold = match H::open(pid, started) {
+        Ok(Some(hold)) => Arc::new(hold),
+        Ok(None) => return Ok(Ended::AlreadyGone),
+        Err(error) => return Err(format!("cannot hold pid {pid}: {error}")),
     };
-    // The pidfd holds whichever process had the pid when it was opened. If that process still
-    // started when the note says, it is the holder, and stays the pidfd's process to the end.
-    if !holder.is_running() {
-        return Ok(Ended::AlreadyGone);
-    }
     // The pid was read from this connection. Had its process died since, the kernel would have
-    // closed its end before the pid could be reused: a connection still open means the pidfd
-    // is the owner's.
+    // closed its end before the pid could be reused: a connection still open means the hold
+    // is on the owner.
     if peer_hung_up(socket) {
         return Ok(Ended::AlreadyGone);
     }
-    let signal = |signal: Signal| {
-        pidfd_send_signal(&pidfd, signal).or_else(|e| if e == rustix::io::Errno::SRCH { Ok(()) } else { Err(e) })
-    };
-    signal(Signal::TERM).map_err(|e| format!("cannot signal pid {pid}: {e}"))?;
-    signal(Signal::CONT).map_err(|e| format!("cannot signal pid {pid}: {e}"))?;
-    if exited_within(&pidfd, GRACE).await {
+    let signal = |signal: Signal| hold.signal(signal).map_err(|e| format!("cannot signal pid {pid}: {e}"));
+    signal(Signal::Terminate)?;
+    signal(Signal::Continue)?;
+    if exited_within(&hold, GRACE).await {
         return Ok(Ended::Stopped);
     }
-    signal(Signal::KILL).map_err(|e| format!("cannot kill pid {pid}: {e}"))?;
-    if exited_within(&pidfd, KILL_WAIT).await {
+    signal(Signal::Kill)?;
+    if exited_within(&hold, KILL_WAIT).await {
         return Ok(Ended::Killed);
     }
     Err(format!("pid {pid} is still there {KILL_WAIT:?} after SIGKILL: it is stuck in the kernel (a hung disk?)"))
 }
 
-/// Whether the other end of `socket` has closed it (its process died or closed it).
-fn peer_hung_up(socket: BorrowedFd<'_>) -> bool {
-    let mut fds = [PollFd::from_borrowed_fd(socket, PollFlags::RDHUP)];
-    let now = Timespec { tv_sec: 0, tv_nsec: 0 };
-    match rustix::event::poll(&mut fds, Some(&now)) {
-        Ok(_) => fds[0].revents().intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR),
-        Err(_) => false,
-    }
-}
-
-/// Whether the process behind `pidfd` exits within `limit` (a pidfd is readable once it has).
-async fn exited_within(pidfd: &OwnedFd, limit: Duration) -> bool {
-    let Ok(copy) = pidfd.as_fd().try_clone_to_owned() else { return false };
-    let wait = Timespec {
-        tv_sec: i64::try_from(limit.as_secs()).unwrap_or(i64::MAX),
-        tv_nsec: i64::from(limit.subsec_nanos()),
-    };
-    // A blocking poll, on the blocking pool: seconds at most, and only while taking over.
-    let polled = tokio::task::spawn_blocking(move || {
-        let mut fds = [PollFd::new(&copy, PollFlags::IN)];
-        rustix::event::poll(&mut fds, Some(&wait)).map(|n| n > 0)
-    });
-    matches!(polled.await, Ok(Ok(true)))
+/// Whether the held process exits within `limit`: a blocking wait, on the blocking pool
+/// (seconds at most, and only while taking over).
+async fn exited_within<H: Hold>(hold: &Arc<H>, limit: Duration) -> bool {
+    let hold = Arc::clone(hold);
+    matches!(tokio::task::spawn_blocking(move || hold.exited_within(limit)).await, Ok(true))
 }
 
 #[cfg(test)]

@@ -407,8 +407,40 @@ fn an_unsafe_socket_directory_is_refused_naming_it() {
     }
 }
 
+/// A temporary directory too deep for a socket path (macOS's `$TMPDIR` is deep, and socket
+/// paths there are limited to 103 bytes): by default the sockets move to `/tmp/state-<uid>`
+/// and clients still meet one owner; a socket directory given that deep is refused, saying
+/// how long it may be.
+#[test]
+fn a_temporary_directory_too_deep_for_a_socket_still_works() {
+    let place = Place::new();
+    let deep = place.db.parent().unwrap().join("t".repeat(60)).join("u".repeat(60));
+    std::fs::create_dir_all(&deep).unwrap();
+    let deep_text = deep.to_string_lossy().into_owned();
+    let db = place.db_arg();
+    let args = ["--db", db.as_str(), "--owner-idle", crate::TEST_OWNER_IDLE];
+    let env = [("TMPDIR", deep_text.as_str()), ("XDG_RUNTIME_DIR", "")];
+    let mut first = McpClient::spawn_with_env(crate::binary(), &args, &env).unwrap();
+    first.handshake(ProtocolEra::Legacy).unwrap_or_else(|e| panic!("{e}: {}", first.stderr()));
+    let set = first.call("state_set", json!({"key": "deep", "value": 1})).unwrap();
+    assert_eq!(set.json()["version"], 1, "{}", set.text);
+    let mut second = McpClient::spawn_with_env(crate::binary(), &args, &env).unwrap();
+    second.handshake(ProtocolEra::Legacy).unwrap();
+    assert_eq!(second.call("state_get", json!({"key": "deep"})).unwrap().json()["value"], 1);
+    let short = std::path::PathBuf::from(format!("/tmp/state-{}", state_api::current_uid()));
+    let rendezvous = state_api::Rendezvous::for_database(&place.db, Some(&short)).unwrap();
+    assert!(rendezvous.socket.exists(), "the owner listens at {}", rendezvous.socket.display());
+    drop((first, second));
+
+    let mut refused =
+        McpClient::spawn_with_env(crate::binary(), &args, &[("STATE_RUNTIME_DIR", deep_text.as_str())]).unwrap();
+    assert!(!refused.wait_exit(Duration::from_secs(10)).unwrap().success());
+    let stderr = refused.stderr();
+    assert!(stderr.contains(&deep_text) && stderr.contains("too long") && stderr.contains("at most"), "{stderr}");
+}
+
 fn rustix_uid() -> u32 {
-    std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap_or(u32::MAX)
+    state_api::current_uid()
 }
 
 /// A listener at the owner's socket path that answers like something else entirely.

@@ -20,16 +20,56 @@ fn note_naming(dir: &std::path::Path, pid: u32, started: Option<u64>) {
     std::fs::write(dir.join("s.redb.holder"), note.to_string()).unwrap();
 }
 
-#[tokio::test]
-async fn a_stopped_process_is_asked_to_stop_and_does() {
+async fn a_stopped_process_is_asked_to_stop_and_does<H: Hold>() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = stopped_child();
-    note_naming(dir.path(), child.id(), state_store::process::started(child.id()));
+    note_naming(dir.path(), child.id(), state_os::process::started(child.id()));
     let (ours, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-    let ended = end_hung_owner(&dir.path().join("s.redb"), child.id(), ours.as_fd()).await;
+    let ended = end_through::<H>(&dir.path().join("s.redb"), child.id(), ours.as_fd()).await;
     assert_eq!(ended, Ok(Ended::Stopped));
     let status = child.wait().unwrap();
     assert!(!status.success(), "it ended on SIGTERM: {status:?}");
+}
+
+#[tokio::test]
+async fn a_stopped_process_is_asked_to_stop_and_does_through_this_systems_hold() {
+    a_stopped_process_is_asked_to_stop_and_does::<state_os::hold::Native>().await;
+}
+
+/// macOS's way, run here too.
+#[tokio::test]
+async fn a_stopped_process_is_asked_to_stop_and_does_by_its_start_time() {
+    a_stopped_process_is_asked_to_stop_and_does::<state_os::hold::ByStartTime>().await;
+}
+
+/// One that ignores SIGTERM is killed, by either kind of hold.
+async fn a_process_deaf_to_sigterm_is_killed<H: Hold>() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new("sh")
+        .args(["-c", "trap '' TERM; while :; do sleep 1; done"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The shell has set its trap once it runs its loop's first sleep.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    note_naming(dir.path(), child.id(), state_os::process::started(child.id()));
+    let (ours, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let ended = end_through::<H>(&dir.path().join("s.redb"), child.id(), ours.as_fd()).await;
+    assert_eq!(ended, Ok(Ended::Killed));
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(child.wait().unwrap().signal(), Some(9));
+}
+
+#[tokio::test]
+async fn a_process_deaf_to_sigterm_is_killed_through_this_systems_hold() {
+    a_process_deaf_to_sigterm_is_killed::<state_os::hold::Native>().await;
+}
+
+#[tokio::test]
+async fn a_process_deaf_to_sigterm_is_killed_by_its_start_time() {
+    a_process_deaf_to_sigterm_is_killed::<state_os::hold::ByStartTime>().await;
 }
 
 #[tokio::test]
@@ -64,7 +104,7 @@ async fn a_process_that_may_have_reused_the_pid_is_never_signalled() {
     assert!(refused.contains("no live holder note") && refused.contains("left alone"), "{refused}");
     // A note naming the pid, but a process that started at another time: the owner it
     // described is gone, and this one only has its pid.
-    let started = state_store::process::started(child.id()).unwrap();
+    let started = state_os::process::started(child.id()).unwrap();
     note_naming(dir.path(), child.id(), Some(started + 7));
     assert!(end_hung_owner(&db, child.id(), ours.as_fd()).await.is_err());
     // A note from before notes said when their process started.
@@ -74,12 +114,4 @@ async fn a_process_that_may_have_reused_the_pid_is_never_signalled() {
     assert!(child.try_wait().unwrap().is_none(), "it was never signalled");
     child.kill().unwrap();
     child.wait().unwrap();
-}
-
-#[test]
-fn a_connection_whose_peer_closed_is_seen_as_hung_up() {
-    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-    assert!(!peer_hung_up(ours.as_fd()));
-    drop(theirs);
-    assert!(peer_hung_up(ours.as_fd()));
 }

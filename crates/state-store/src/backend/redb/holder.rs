@@ -14,7 +14,7 @@ struct HolderNote {
     /// "standalone" (it does not). Absent in notes written before roles existed.
     #[serde(default)]
     role: Option<String>,
-    /// When the holder started (`process::started`): with the pid, it names one process, so
+    /// When the holder started (`state_os::process::started`): with the pid, it names one process, so
     /// a process that reused the pid is never taken for the holder.
     #[serde(default)]
     started: Option<u64>,
@@ -33,7 +33,7 @@ impl HolderProcess {
     /// Whether the process is still the one the note named (false once it has exited, even if
     /// another process has its pid now). A note without a start time cannot tell.
     pub fn is_running(&self) -> bool {
-        self.started.is_some() && crate::process::is_running(self.pid, self.started)
+        self.started.is_some() && state_os::process::is_running(self.pid, self.started)
     }
 }
 
@@ -64,7 +64,7 @@ impl Holder {
             program,
             since: since.to_rfc3339(),
             role: Some(role.to_owned()),
-            started: crate::process::started_self(),
+            started: state_os::process::started_self(),
         };
         if let Ok(text) = serde_json::to_string(&note) {
             // A name of this process's alone, made new: a file or link planted under a fixed
@@ -97,7 +97,7 @@ impl Holder {
             .and_then(|text| serde_json::from_str::<HolderNote>(&text).ok())
             // A note left by a process that was killed describes nobody: the real holder has
             // the lock but has not written its own note yet.
-            .filter(|note| crate::process::is_running(note.pid, note.started));
+            .filter(|note| state_os::process::is_running(note.pid, note.started));
         match note {
             Some(note) => {
                 let role = note.role.as_deref().map(|r| format!("{r}, ")).unwrap_or_default();
@@ -113,7 +113,7 @@ impl Holder {
 pub(super) fn recorded(db_path: &Path) -> Option<HolderProcess> {
     let text = read_own_note(&note_path(db_path))?;
     let note = serde_json::from_str::<HolderNote>(&text).ok()?;
-    crate::process::is_running(note.pid, note.started).then_some(HolderProcess {
+    state_os::process::is_running(note.pid, note.started).then_some(HolderProcess {
         pid: note.pid,
         role: note.role,
         started: note.started,

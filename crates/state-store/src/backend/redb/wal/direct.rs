@@ -1,5 +1,7 @@
 //! The log's file on a real disk: records go straight to the device, bypassing the page cache,
-//! in one synchronous write each (`O_DIRECT | O_DSYNC`; a batch past 64 MiB in pieces).
+//! in one synchronous write each (Linux: `O_DIRECT | O_DSYNC`; a batch past 64 MiB in pieces),
+//! or, where the system or filesystem has no such writes, a buffered write and a sync to the
+//! medium (`state_os::log_io` says how each system does both).
 //!
 //! Why: a buffered append dirties a whole 4 KiB page and `fdatasync` writes it back, so every
 //! durable put cost at least 4 KiB at the device and two system calls. A direct write sends only
@@ -13,6 +15,8 @@
 //! writing back and dropping cached pages a direct write overlaps. A filesystem that refuses
 //! direct I/O (some network filesystems, older tmpfs) gets the buffered handle alone, as
 //! before; so does a device whose sectors are larger than 512 bytes, after its first refusal.
+//! So does every log where `STATE_LOG_WRITES=buffered` (feature `failpoints`, for tests): the
+//! way macOS always writes, run by the Linux tests too.
 
 use std::fs::File;
 use std::io;
@@ -51,7 +55,11 @@ impl DirectLog {
     pub(in crate::backend::redb) fn open(path: &Path) -> io::Result<DirectLog> {
         let buffered =
             files::open_private(path, std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false))?;
-        let direct = open_direct(path)?;
+        let mut direct_options = files::private_file();
+        direct_options.write(true);
+        let direct =
+            if buffered_for_tests() { None } else { state_os::log_io::open_direct(path, &mut direct_options)? };
+        state_os::log_io::keep_out_of_cache(&buffered);
         if let Some(direct) = &direct {
             // Opened by name a second time: it must be the same file, not one swapped in between.
             use std::os::unix::fs::MetadataExt;
@@ -103,7 +111,7 @@ impl LogFile for DirectLog {
     }
 
     fn sync(&self) -> io::Result<()> {
-        self.buffered.sync_data()
+        state_os::log_io::sync_to_media(&self.buffered)
     }
 
     fn write_durably_at(&self, offset: u64, data: &[u8]) -> Result<(), DurableWriteError> {
@@ -139,7 +147,7 @@ impl LogFile for DirectLog {
                 // A device whose sectors are larger than the log's 512-byte steps refuses them
                 // (some filesystems only after an earlier piece went through): the whole record
                 // is written again, buffered and synced, and the log goes on that way.
-                Err(error) if error.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
+                Err(error) if state_os::log_io::refuses_alignment(&error) => {
                     tracing::warn!(%error, "the disk refuses the log's direct writes; it goes on through the page cache");
                     self.direct_refused.store(true, Ordering::Relaxed);
                     drop(scratch);
@@ -159,25 +167,15 @@ impl LogFile for DirectLog {
     }
 }
 
-/// A second handle on the log that writes past the page cache, or `None` where the filesystem
-/// (or the system: direct I/O here is Linux's) does not do that.
-#[cfg(target_os = "linux")]
-fn open_direct(path: &Path) -> io::Result<Option<File>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let flags = rustix::fs::OFlags::DIRECT | rustix::fs::OFlags::DSYNC;
-    match files::private_file().write(true).custom_flags(flags.bits() as i32).open(path) {
-        Ok(file) => Ok(Some(file)),
-        Err(error) if error.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {
-            tracing::debug!(path = %path.display(), "no direct I/O on this filesystem; the log is buffered");
-            Ok(None)
-        }
-        Err(error) => Err(error),
-    }
+/// Whether the tests asked for the buffered way (`STATE_LOG_WRITES=buffered`).
+#[cfg(feature = "failpoints")]
+fn buffered_for_tests() -> bool {
+    std::env::var("STATE_LOG_WRITES").is_ok_and(|way| way == "buffered")
 }
 
-#[cfg(not(target_os = "linux"))]
-fn open_direct(_path: &Path) -> io::Result<Option<File>> {
-    Ok(None)
+#[cfg(not(feature = "failpoints"))]
+fn buffered_for_tests() -> bool {
+    false
 }
 
 /// Errors a write returns before it touches the disk. Not a full disk: a direct write spanning
