@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs state (state-mcp, state-http, statectl) from a release: picks the archive for this
-# machine, checks it against SHA256SUMS, and puts the binaries in ~/.local/bin (man pages and
-# completions beside them, under ~/.local/share).
+# machine (Linux or macOS, x86_64 or arm64), checks it against SHA256SUMS, and puts the
+# binaries in ~/.local/bin (man pages and completions beside them, under ~/.local/share).
 #
 #   curl -fsSL <release>/install.sh | sh -s -- --from <release>
 #   sh install.sh --from ./dist                  # from a directory holding the release
@@ -49,6 +49,8 @@ done
 
 case "$(uname -s)" in
     Linux) os=unknown-linux-gnu ;;
+    Darwin) os=apple-darwin ;;
+    MINGW*|MSYS*|CYGWIN*) die "no native Windows release: install inside WSL2 (a Linux shell on Windows) instead" ;;
     *) die "no release for $(uname -s) yet: build from source with cargo (see README.md)" ;;
 esac
 case "$(uname -m)" in
@@ -56,6 +58,10 @@ case "$(uname -m)" in
     aarch64|arm64) arch=aarch64 ;;
     *) die "no release for $(uname -m) yet: build from source with cargo (see README.md)" ;;
 esac
+# A shell under Rosetta on an Apple silicon Mac says x86_64: the native build is the one to run.
+if [ "$os" = apple-darwin ] && [ "$arch" = x86_64 ] && [ "$(sysctl -n sysctl.proc_translated 2>/dev/null)" = 1 ]; then
+    arch=aarch64
+fi
 target="$arch-$os"
 
 work="$(mktemp -d)"
@@ -79,7 +85,12 @@ fetch() { # fetch NAME: copy or download $from/NAME into $work
 
 fetch SHA256SUMS
 if [ -z "$version" ]; then
-    archive="$(grep -o "state-[0-9][^ ]*-$target\.tar\.gz" "$work/SHA256SUMS" | sort -V | tail -n 1)"
+    # The newest version, compared field by field (macOS's sort has no -V everywhere).
+    archive="$(grep -o "state-[0-9][^ ]*-$target\.tar\.gz" "$work/SHA256SUMS" \
+        | awk -v tail="-$target.tar.gz" '{
+            version = substr($0, 7, length($0) - 6 - length(tail)); split(version, part, /[.-]/)
+            printf "%09d%09d%09d %s\n", part[1], part[2], part[3], $0 }' \
+        | sort | tail -n 1 | cut -d' ' -f2)"
     [ -n "$archive" ] || die "the release has no archive for $target"
 else
     archive="state-$version-$target.tar.gz"

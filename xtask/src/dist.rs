@@ -6,7 +6,15 @@
 //!   scripts (`pip install`, `pipx`, `uvx`);
 //! - `state-mcp-<version>.tgz` and `state-mcp-<platform>-<version>.tgz`: npm packages, the
 //!   first running the binary of the second (`npx state-mcp`);
+//! - `state-<version>.mcpb`: an MCP Bundle (Claude Desktop's one-click install) holding
+//!   `state-mcp` for every platform built, checked and packed by the official `mcpb` tool;
+//! - `server.json`, the MCP Registry's entry: the wheel, the npm package, the container image
+//!   and the bundle (`packaging/registry/publisher.json` says under which names);
 //! - `install.sh`, which installs an archive after checking it, and `SHA256SUMS` of it all.
+//!
+//! Linux and macOS targets are built here alike: cross builds link with zig (cargo-zigbuild),
+//! macOS ones against the stand-in SDK in `packaging/macos-sdk`, and every macOS binary is
+//! read back (`macho.rs`) to check its CPU, its libraries and the oldest macOS it declares.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -17,6 +25,10 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::{cargo, root, run};
+
+mod bundle;
+pub(crate) mod macho;
+pub(crate) mod registry;
 
 /// Every binary the product ships.
 pub(crate) const BINARIES: [&str; 3] = ["state-mcp", "state-http", "statectl"];
@@ -55,14 +67,17 @@ pub(crate) fn dist(args: &[String]) -> Result<()> {
             "--no-build" => build = false,
             "--out" => out = PathBuf::from(rest.next().context("--out needs a directory")?),
             "--target" => targets.push(rest.next().context("--target needs a target triple")?.clone()),
+            "--macos" => targets.extend(MACOS_TARGETS.map(str::to_owned)),
             other => bail!(
-                "unknown argument `{other}` (dist takes --profile NAME, --target TRIPLE (repeatable), --no-build, --out DIR)"
+                "unknown argument `{other}` (dist takes --profile NAME, --target TRIPLE (repeatable), --macos \
+                 (both macOS targets), --no-build, --out DIR)"
             ),
         }
     }
     if targets.is_empty() {
         targets.push(host.clone());
     }
+    targets.dedup();
     let dir = match profile.as_str() {
         "dev" | "test" => "debug",
         "bench" => "release",
@@ -99,6 +114,10 @@ pub(crate) fn dist(args: &[String]) -> Result<()> {
         }
         artifacts.extend(packed.artifacts);
     }
+    let version = workspace_version()?;
+    let bundled = bundle::bundle(&out, &version)?;
+    artifacts.push(registry::server_json(&out, &version, &bundled, &registry::Publisher::load()?)?);
+    artifacts.push(bundled);
     write_sums(&out)?;
     for path in &artifacts {
         let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
@@ -106,6 +125,13 @@ pub(crate) fn dist(args: &[String]) -> Result<()> {
     }
     eprintln!("\nin {}; verify with: cd {} && sha256sum -c SHA256SUMS", out.display(), out.display());
     Ok(())
+}
+
+/// The two macOS targets: Apple silicon and Intel Macs.
+pub(crate) const MACOS_TARGETS: [&str; 2] = ["aarch64-apple-darwin", "x86_64-apple-darwin"];
+
+pub(crate) fn is_macos(target: &str) -> bool {
+    target.ends_with("-apple-darwin")
 }
 
 /// Builds the three binaries, for this machine or (`target`) another, with zig as the linker.
@@ -116,10 +142,10 @@ fn build_for(profile: &str, target: Option<&str>) -> Result<()> {
             command.args(["build", "--profile", profile, "--locked"]);
         }
         Some(target) => {
-            let path = cross_toolchain(target)?;
             // zigbuild's `<triple>.<glibc>` pins the oldest glibc the binaries need.
             let pinned = if target.ends_with("-gnu") { format!("{target}.{CROSS_GLIBC}") } else { target.to_owned() };
-            command.args(["zigbuild", "--profile", profile, "--locked", "--target", &pinned]).env("PATH", path);
+            command.args(["zigbuild", "--profile", profile, "--locked", "--target", &pinned]);
+            command.envs(cross_env(target)?);
         }
     }
     for bin in BINARIES {
@@ -131,15 +157,34 @@ fn build_for(profile: &str, target: Option<&str>) -> Result<()> {
 /// The oldest glibc a cross-built binary asks for.
 const CROSS_GLIBC: &str = "2.28";
 
+/// The cross toolchain's pins: what the macOS links were checked with.
+const CARGO_ZIGBUILD: &str = "0.24.1";
+const ZIGLANG: &str = "0.17.1";
+
+/// What a cross build for `target` runs with: a PATH that finds zig, and for macOS the oldest
+/// macOS to declare and the stand-in SDK whose frameworks the binaries link.
+pub(crate) fn cross_env(target: &str) -> Result<Vec<(String, String)>> {
+    let mut env = vec![("PATH".to_owned(), cross_toolchain(target)?)];
+    if is_macos(target) {
+        let (major, minor) = macho::min_macos_of(target)?;
+        env.push(("MACOSX_DEPLOYMENT_TARGET".to_owned(), format!("{major}.{minor}")));
+        env.push(("SDKROOT".to_owned(), root().join("packaging/macos-sdk").display().to_string()));
+    }
+    Ok(env)
+}
+
 /// Makes sure a cross build can run (the target's standard library, cargo-zigbuild, zig from
 /// PyPI in a venv under target/cross); the PATH to run it with.
 fn cross_toolchain(target: &str) -> Result<String> {
-    let mut rustup = Command::new("rustup");
-    rustup.args(["target", "add", target]);
-    run(rustup)?;
+    let installed = Command::new("rustup").args(["target", "list", "--installed"]).output();
+    if !installed.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).lines().any(|l| l == target)) {
+        let mut rustup = Command::new("rustup");
+        rustup.args(["target", "add", target]);
+        run(rustup)?;
+    }
     if !cargo().args(["zigbuild", "--version"]).output().is_ok_and(|o| o.status.success()) {
         let mut install = cargo();
-        install.args(["install", "cargo-zigbuild", "--locked"]);
+        install.args(["install", "cargo-zigbuild", "--version", CARGO_ZIGBUILD, "--locked"]);
         run(install)?;
     }
     let venv = target_dir().join("cross/venv");
@@ -151,7 +196,7 @@ fn cross_toolchain(target: &str) -> Result<String> {
     let has_zig = Command::new(venv.join("bin/python3")).args(["-m", "ziglang", "version"]).output();
     if !has_zig.is_ok_and(|o| o.status.success()) {
         let mut pip = Command::new(venv.join("bin/pip"));
-        pip.args(["install", "--quiet", "ziglang"]);
+        pip.args(["install", "--quiet", &format!("ziglang=={ZIGLANG}")]);
         run(pip)?;
     }
     // cargo-zigbuild runs `python3 -m ziglang`: the venv's python first.
@@ -175,18 +220,45 @@ pub(crate) fn package(package: &Package) -> Result<Packed> {
     }
 
     // The binaries, stripped (a `dist` build is already; a debug one shrinks several-fold).
+    // macOS ones are read back: the CPU, the libraries, the oldest macOS (for the wheel's tag).
     let bin = scratch.join("bin");
     fs::create_dir_all(&bin)?;
     let mut binary_sizes = Vec::new();
+    let mut min_macos = (0, 0);
     for name in BINARIES {
         let built = package.binaries.join(name);
         fs::copy(&built, bin.join(name)).with_context(|| format!("{} is not built", built.display()))?;
-        strip(&bin.join(name));
+        if is_macos(target) {
+            let found = macho::check_release_binary(&bin.join(name), target)?;
+            let libraries: Vec<&str> =
+                found.libraries.iter().map(|l| l.rsplit('/').next().unwrap_or(l.as_str())).collect();
+            eprintln!(
+                "{target} {name}: Mach-O {}, macOS {}.{} or later, {} signed pages match, {} debugging and {} \
+                 local symbols, loads {}",
+                found.cpu,
+                found.min_macos.0,
+                found.min_macos.1,
+                found.signature.as_ref().map_or(0, |s| s.pages),
+                found.debug_symbols,
+                found.local_symbols,
+                libraries.join(", ")
+            );
+            min_macos = min_macos.max(found.min_macos);
+        } else {
+            strip(&bin.join(name));
+        }
         binary_sizes.push((name, fs::metadata(bin.join(name))?.len()));
     }
 
     let mut written = vec![archive(&scratch, &bin, &package.runnable, &version, target, out)?];
-    written.push(wheel(&bin, &version, target, out)?);
+    let platform = if is_macos(target) {
+        // pip takes a macosx_<major>_<minor> wheel on that macOS and every later one.
+        format!("macosx_{}_{}_{}", min_macos.0, min_macos.1, macho::cpu_of(target)?)
+    } else {
+        manylinux_platform(&bin, target)?
+    };
+    written.push(wheel(&bin, &version, &platform, out)?);
+    bundle::keep_for_bundle(&bin, target, out)?;
     written.extend(npm(&scratch, &bin, &version, target, &package.release_targets, out)?);
     let installer = out.join("install.sh");
     fs::copy(root().join("packaging/install.sh"), &installer)?;
@@ -265,18 +337,22 @@ fn place_as(file: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The wheel, tagged for the oldest glibc the binaries run on.
-fn wheel(bin: &Path, version: &str, target: &str, out: &Path) -> Result<PathBuf> {
+/// A Linux wheel's platform tag: the oldest glibc the binaries run on.
+fn manylinux_platform(bin: &Path, target: &str) -> Result<String> {
     let mut glibc = (2, 17);
     for binary in BINARIES {
         glibc = glibc.max(glibc_needed(&bin.join(binary))?);
     }
     let arch = target.split('-').next().unwrap_or(std::env::consts::ARCH);
-    let platform = format!("manylinux_{}_{}_{arch}", glibc.0, glibc.1);
+    Ok(format!("manylinux_{}_{}_{arch}", glibc.0, glibc.1))
+}
+
+/// The wheel, tagged with `platform` (`manylinux_2_28_x86_64`, `macosx_11_0_arm64`).
+fn wheel(bin: &Path, version: &str, platform: &str, out: &Path) -> Result<PathBuf> {
     let mut python = Command::new("python3");
     python
         .arg(root().join("packaging/wheel.py"))
-        .args(["--version", version, "--platform", &platform])
+        .args(["--version", version, "--platform", platform])
         .arg("--bin")
         .arg(bin)
         .arg("--readme")
@@ -311,15 +387,22 @@ fn glibc_needed(binary: &Path) -> Result<(u32, u32)> {
     Ok(newest)
 }
 
-/// npm's platform name for a target (`linux-x64`).
-fn npm_platform(target: &str) -> Result<String> {
+/// npm's platform name for a target (`linux-x64`, `darwin-arm64`): `process.platform` and
+/// `process.arch` of the machines it runs on.
+pub(crate) fn npm_platform(target: &str) -> Result<String> {
     let arch = match target.split('-').next().unwrap_or_default() {
         "x86_64" => "x64",
         "aarch64" => "arm64",
         other => bail!("no npm package for {other} yet"),
     };
-    anyhow::ensure!(target.contains("-linux-"), "no npm package for {target} yet");
-    Ok(format!("linux-{arch}"))
+    let os = if target.contains("-linux-") {
+        "linux"
+    } else if is_macos(target) {
+        "darwin"
+    } else {
+        bail!("no npm package for {target} yet")
+    };
+    Ok(format!("{os}-{arch}"))
 }
 
 /// The platform package (the binaries) and the package `npx state-mcp` runs, whose optional
@@ -399,7 +482,7 @@ fn npm(
     Ok(packed)
 }
 
-fn workspace_version() -> Result<String> {
+pub(crate) fn workspace_version() -> Result<String> {
     let manifest = fs::read_to_string(root().join("Cargo.toml"))?;
     let in_package = manifest.split("[workspace.package]").nth(1).context("no [workspace.package] table")?;
     let line = in_package.lines().find(|l| l.trim_start().starts_with("version")).context("no workspace version")?;
@@ -407,7 +490,7 @@ fn workspace_version() -> Result<String> {
     Ok(version.to_owned())
 }
 
-fn host_target() -> Result<String> {
+pub(crate) fn host_target() -> Result<String> {
     let output = Command::new("rustc").arg("-vV").output().context("running rustc -vV")?;
     let text = String::from_utf8_lossy(&output.stdout);
     match text.lines().find_map(|l| l.strip_prefix("host: ")) {
@@ -416,5 +499,9 @@ fn host_target() -> Result<String> {
     }
 }
 
+#[cfg(test)]
+mod macos_tests;
+#[cfg(test)]
+mod stand_ins;
 #[cfg(test)]
 mod tests;

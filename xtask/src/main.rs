@@ -49,11 +49,13 @@ fn run_task() -> Result<()> {
 const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
-  ci      cargo fmt --check, cargo clippy -D warnings, doctests, 10 s of each fuzz target,
-          cargo nextest run (all tests)
-  dist    what a release ships, into dist/: the archive (binaries, man pages, completions),
-          a Python wheel, npm packages, install.sh and SHA256SUMS (--profile NAME, default
-          dist; --no-build to pack binaries already built; --out DIR)
+  ci      cargo fmt --check, cargo clippy -D warnings (also for aarch64-apple-darwin),
+          doctests, 10 s of each fuzz target, cargo nextest run (all tests)
+  dist    what a release ships, into dist/: per platform the archive (binaries, man pages,
+          completions), a Python wheel and npm packages; the MCP bundle, server.json,
+          install.sh and SHA256SUMS (--target TRIPLE, repeatable, default this machine's;
+          --macos for both macOS targets; --profile NAME, default dist; --no-build to pack
+          binaries already built; --out DIR)
   image   the container image of state-http from dist/'s archive, checked to serve (needs a
           Docker daemon): --base IMAGE (default debian:bookworm-slim), --tag NAME, --port N
   bench   release benchmarks (engine, MCP stdio, state-http with a pgbench reference);
@@ -71,7 +73,13 @@ pub(crate) fn root() -> PathBuf {
 }
 
 pub(crate) fn cargo() -> Command {
-    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cargo_tool(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+/// `program` (cargo, or a cargo plugin run directly) in the workspace root, without the
+/// variables that describe the xtask package.
+pub(crate) fn cargo_tool(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = Command::new(program);
     command.current_dir(root());
     // `cargo xtask` is `cargo run`, which describes the xtask package to it in CARGO_* variables.
     // A build inheriting them differs from a plain one (ring's build script tracks
@@ -119,6 +127,7 @@ fn ci() -> Result<()> {
     let mut clippy = cargo();
     clippy.args(["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]);
     run(clippy)?;
+    macos_lint()?;
     // nextest does not run doctests. They run first, so that the last line a CI run prints
     // is nextest's summary of the whole suite.
     let mut doc = cargo();
@@ -135,6 +144,36 @@ fn ci() -> Result<()> {
     }
     run(test)
 }
+
+/// The product crates, linted for Apple silicon: they must build for macOS, so a Linux-only
+/// call cannot come back unnoticed. zig compiles the C dependencies for the target (and with
+/// the cross toolchain in place, the Mach-O tests of `dist` run too). Only what ships is
+/// checked: the tests and benchmarks run on Linux.
+fn macos_lint() -> Result<()> {
+    let target = dist::MACOS_TARGETS[0];
+    let mut clippy = cargo_tool("cargo-zigbuild");
+    clippy.envs(dist::cross_env(target)?);
+    clippy.args(["clippy", "--locked", "--target", target]);
+    for package in SHIPPED {
+        clippy.args(["-p", package]);
+    }
+    clippy.args(["--", "-D", "warnings"]);
+    run(clippy)
+}
+
+/// The crates the release's binaries are built from.
+const SHIPPED: [&str; 10] = [
+    "state-core",
+    "state-os",
+    "state-text",
+    "state-compat",
+    "state-store",
+    "state-api",
+    "state-boot",
+    "state-mcp",
+    "state-http",
+    "state-cli",
+];
 
 /// Installs the pinned MCP conformance suite (tools/conformance) so its test runs. Without npm
 /// the test skips, saying so; with npm a failed install fails CI rather than skipping.
