@@ -311,3 +311,45 @@ fn the_cores_modules_form_no_cycle() {
         );
     }
 }
+
+/// The fuzzers build with `--locked` from their own lock file, so a workspace crate that gains
+/// a path dependency has to be recorded there too, or CI fails minutes in at the fuzz step.
+/// Checked here from the two lock files alone, without the network.
+#[test]
+fn the_fuzz_lock_follows_the_workspace() {
+    let graph = dependency_graph();
+    let fuzz = local_packages(&root().join("fuzz/Cargo.lock"));
+    for (name, recorded) in &fuzz {
+        let Some(declared) = graph.get(name) else { continue };
+        for dependency in declared.iter().filter(|d| graph.contains_key(*d)) {
+            assert!(
+                recorded.contains(dependency),
+                "{name} depends on {dependency}, which fuzz/Cargo.lock does not record: run \
+                 `cargo metadata --manifest-path fuzz/Cargo.toml --format-version 1 >/dev/null` and commit fuzz/Cargo.lock"
+            );
+        }
+    }
+}
+
+/// Packages without a `source` (the path crates) in a Cargo.lock, with the names they depend on.
+fn local_packages(lock: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let text = std::fs::read_to_string(lock).expect("readable Cargo.lock");
+    let mut packages = BTreeMap::new();
+    for block in text.split("[[package]]").skip(1) {
+        if block.lines().any(|l| l.starts_with("source = ")) {
+            continue;
+        }
+        let field = |key: &str| block.lines().find_map(|l| l.strip_prefix(key)).map(|v| v.trim_matches('"').to_owned());
+        let name = field("name = ").expect("every package has a name");
+        let deps = block
+            .split_once("dependencies = [")
+            .map(|(_, rest)| rest.split(']').next().unwrap_or(""))
+            .unwrap_or("")
+            .lines()
+            .filter_map(|l| l.trim().trim_end_matches(',').trim_matches('"').split(' ').next().map(str::to_owned))
+            .filter(|d| !d.is_empty())
+            .collect();
+        packages.insert(name, deps);
+    }
+    packages
+}
