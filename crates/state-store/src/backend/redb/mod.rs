@@ -1090,7 +1090,14 @@ impl WriteTxn for RedbWrite<'_> {
         // Refused, the transaction is dropped, so nothing of this batch reaches the file (and
         // the batches it carried are redone on their own, see `HeldLog`).
         // Batches the transaction carries are counted already (in `undurable`).
-        backend.check_space(written)?;
+        if let Err(full) = backend.check_space(written) {
+            // The transaction goes first, as below: the batches it carried are redone in a
+            // transaction of their own, which waits for this one's write slot. Left to the
+            // return, `held` (declared later) would be dropped first and wait for ever.
+            drop(txn);
+            drop(held);
+            return Err(full);
+        }
         let (Some(calls), Some(log)) = (calls, &backend.log) else {
             txn.commit().map_err(|e| backend.noted(storage(e)))?;
             return Ok(None);
