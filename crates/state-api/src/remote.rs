@@ -135,6 +135,10 @@ impl Joined {
     }
 }
 
+/// How long a lost owner is left before it is replaced with no call waiting (see
+/// `read_replies`): longer than a signal takes to arrive, short beside any client's timeout.
+const EAGER_REJOIN_PAUSE: Duration = Duration::from_millis(250);
+
 /// The client half of the seam.
 #[derive(Clone)]
 pub(crate) struct Remote {
@@ -468,6 +472,14 @@ async fn read_replies(
     }
     tracing::warn!(owner_pid = connection.welcome.pid, "the owner went away; rejoining");
     forget(&inner, &connection).await;
+    // An owner that went away is most often stopping with everything around it: a service
+    // manager signals every unit at once, and ours may arrive a moment after the owner's EOF.
+    // Give it that moment before starting an owner nobody would use; a call arriving meanwhile
+    // rejoins by itself.
+    tokio::time::sleep(EAGER_REJOIN_PAUSE).await;
+    if inner.closing.load(Ordering::SeqCst) || inner.no_new_owners.load(Ordering::SeqCst) {
+        return;
+    }
     let deadline = Instant::now() + inner.config.settle_timeout;
     if let Err(error) = self::connection(&inner, deadline).await {
         // The next call tries again and reports it.
