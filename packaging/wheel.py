@@ -25,6 +25,23 @@ def record_line(path, data):
     return f"{path},sha256={digest},{len(data)}"
 
 
+def write(out, wheel_name, info_dir, entries):
+    """Writes the wheel: `entries` (path in the wheel, bytes, unix mode) and their RECORD, with
+    fixed timestamps so the same inputs give the same bytes. Returns its path."""
+    record = [record_line(path, data) for path, data, _ in entries]
+    record.append(f"{info_dir}/RECORD,,")
+    entries = entries + [(f"{info_dir}/RECORD", ("\n".join(record) + "\n").encode(), 0o644)]
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / wheel_name
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for path, data, mode in entries:
+            info = zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0))
+            info.external_attr = (0o100000 | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    return target
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--version", required=True)
@@ -70,18 +87,7 @@ def main():
     entries.append((f"{info_dir}/METADATA", metadata.encode(), 0o644))
     entries.append((f"{info_dir}/WHEEL", wheel.encode(), 0o644))
 
-    record = [record_line(path, data) for path, data, _ in entries]
-    record.append(f"{info_dir}/RECORD,,")
-    entries.append((f"{info_dir}/RECORD", ("\n".join(record) + "\n").encode(), 0o644))
-
-    args.out.mkdir(parents=True, exist_ok=True)
-    target = args.out / wheel_name
-    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for path, data, mode in entries:
-            info = zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0))
-            info.external_attr = (0o100000 | mode) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, data)
+    target = write(args.out, wheel_name, info_dir, entries)
     print(os.fspath(target))
 
 

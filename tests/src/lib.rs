@@ -9,6 +9,7 @@
 mod http;
 mod mcp_client;
 pub mod readme;
+pub mod sdk;
 pub mod soak;
 
 pub use http::{HttpClient, HttpResponse, HttpServer, SseEvent, SseStream, run_to_exit};

@@ -10,6 +10,8 @@
 //!   `state-mcp` for every platform built, checked and packed by the official `mcpb` tool;
 //! - `server.json`, the MCP Registry's entry: the wheel, the npm package, the container image
 //!   and the bundle (`packaging/registry/publisher.json` says under which names);
+//! - `state_client-<version>-py3-none-any.whl` and `langgraph_checkpoint_state-…whl`: the
+//!   Python client and the LangGraph checkpointer and store (`clients/python`);
 //! - `install.sh`, which installs an archive after checking it, and `SHA256SUMS` of it all.
 //!
 //! Linux and macOS targets are built here alike: cross builds link with zig (cargo-zigbuild),
@@ -28,6 +30,7 @@ use crate::{cargo, root, run};
 
 mod bundle;
 pub(crate) mod macho;
+mod python;
 pub(crate) mod registry;
 
 /// Every binary the product ships.
@@ -118,6 +121,7 @@ pub(crate) fn dist(args: &[String]) -> Result<()> {
     let bundled = bundle::bundle(&out, &version)?;
     artifacts.push(registry::server_json(&out, &version, &bundled, &registry::Publisher::load()?)?);
     artifacts.push(bundled);
+    artifacts.extend(python::wheels(&out, &version)?);
     write_sums(&out)?;
     for path in &artifacts {
         let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);

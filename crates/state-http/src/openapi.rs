@@ -138,7 +138,9 @@ fn operation(route: &Route, components: &mut Map<String, Value>) -> Value {
             operation["requestBody"] = json!({
                 "required": true,
                 "description": format!("The {field}, as JSON."),
-                "content": {"application/json": {"schema": schema}}
+                "content": {"application/json": {"schema": schema}},
+                // Which argument the body is, for generated clients (an OpenAPI extension).
+                "x-argument": field
             });
         }
         Body::None => {}

@@ -16,6 +16,7 @@ mod linearizable;
 mod mcp;
 mod openapi;
 mod postgres_tls;
+mod python;
 mod quotas;
 mod readme;
 mod replicas;

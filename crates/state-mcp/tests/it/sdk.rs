@@ -7,48 +7,24 @@
 //! tests are skipped, saying so, when they are missing, unless STATE_REQUIRE_SDKS is set (CI
 //! installs them and sets it).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
+
+use state_e2e::sdk::{self, run};
 
 use crate::binary;
 
-fn sdk_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("STATE_SDK_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sdk"),
-    };
-    let installed = dir.join(".installed").is_file();
-    if !installed {
-        assert!(
-            std::env::var_os("STATE_REQUIRE_SDKS").is_none(),
-            "the MCP SDKs are not installed in {}",
-            dir.display()
-        );
-        eprintln!("SKIPPED: the MCP SDKs are not installed (bash tests/sdk/setup.sh)");
-    }
-    installed.then_some(dir)
-}
-
 fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/sdk").join(name)
-}
-
-/// Runs a client script; its last line of output is its verdict.
-fn run(command: &mut Command) -> String {
-    let output = command.output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n--- stderr ---\n{stderr}");
-    stdout
+    sdk::repository().join("tests/sdk").join(name)
 }
 
 #[test]
 fn the_python_sdk_accepts_every_result_of_every_profile() {
-    let Some(sdk) = sdk_dir() else { return };
+    let Some(sdk) = sdk::dir() else { return };
     let scratch = tempfile::tempdir().unwrap();
     let out =
         run(Command::new(sdk.join("venv/bin/python")).arg(script("every_tool.py")).arg(binary()).arg(scratch.path()));
-    for profile in ["native", "default", "agentcheckpoint", "sidecar", "caxton", "sage", "goldfish"] {
+    for profile in ["native", "default", "agentcheckpoint", "sidecar", "caxton", "sage", "goldfish", "memory"] {
         assert!(out.contains(&format!("{profile}: ")), "{profile} was not run: {out}");
     }
     assert!(out.lines().last().unwrap_or("").ends_with("results checked"), "{out}");
@@ -56,7 +32,7 @@ fn the_python_sdk_accepts_every_result_of_every_profile() {
 
 #[test]
 fn the_typescript_sdk_drives_the_sidecar_profile_and_discovers_a_group() {
-    let Some(sdk) = sdk_dir() else { return };
+    let Some(sdk) = sdk::dir() else { return };
     let scratch = tempfile::tempdir().unwrap();
     // Node resolves packages from the script's own directory: run a copy beside them.
     let copy = sdk.join("node/sidecar.mjs");

@@ -1,0 +1,289 @@
+"""The clients: `Client` (blocking) and `AsyncClient` (asyncio), over state-http's REST API v1.
+
+Every write is sent with an idempotency key, and resent with the same key when the connection
+drops or the store answers `unavailable`, so a write is applied once even when its answer is
+lost. Refusals arrive as exceptions from `_errors`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+
+from ._errors import StateError, UnavailableError, from_problem
+from ._operations import ROUTES, AsyncOperations, Operations
+from ._watch import Parser, Resume, resumable
+
+DEFAULT_URL = "http://127.0.0.1:7478"
+USER_AGENT = "state-client-python"
+
+
+def _settings(url: str | None, token: str | None) -> tuple[str, dict[str, str]]:
+    url = (url or os.environ.get("STATE_URL") or DEFAULT_URL).rstrip("/")
+    token = token if token is not None else os.environ.get("STATE_TOKEN")
+    headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return url, headers
+
+
+def _request(operation: str, arguments: dict[str, Any], key: str | None) -> dict[str, Any]:
+    route = ROUTES[operation]
+    request: dict[str, Any] = {"method": route.method, "url": route.url(arguments), "params": route.params(arguments)}
+    has_body, body = route.json_body(arguments)
+    if has_body:
+        request["json"] = body
+    if key is not None:
+        request["headers"] = {"Idempotency-Key": key}
+    return request
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    if response.is_success:
+        return response.json() if response.content else {}
+    try:
+        problem = response.json()
+    except ValueError:
+        problem = None
+    raise from_problem(response.status_code, problem, response.text[:200] or response.reason_phrase)
+
+
+def _timeout(base: float, arguments: dict[str, Any]) -> float:
+    # A call that waits on the server (a receive, an awaited signal) gets its wait on top.
+    wait = arguments.get("wait_seconds")
+    return base + float(wait) if isinstance(wait, (int, float)) else base
+
+
+def _retryable(error: Exception) -> bool:
+    if isinstance(error, httpx.TransportError):
+        return True
+    return isinstance(error, UnavailableError)
+
+
+def _backoff(attempt: int) -> float:
+    return min(2.0, 0.05 * (2**attempt)) * (0.5 + random.random() / 2)
+
+
+class Client(Operations):
+    """A blocking client. `url` defaults to $STATE_URL, then http://127.0.0.1:7478; `token` to
+    $STATE_TOKEN. `retries` is how many times a call is resent after a dropped connection or an
+    `unavailable` answer (with the same idempotency key, so a write still applies once).
+
+        with Client() as state:
+            state.state_set("config/mode", {"fast": True})
+            state.state_get("config/mode")["value"]
+    """
+
+    def __init__(self, url: str | None = None, *, token: str | None = None, timeout: float = 30.0, retries: int = 5,
+                 transport: httpx.BaseTransport | None = None):
+        self.url, headers = _settings(url, token)
+        self.timeout = timeout
+        self.retries = retries
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, transport=transport)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(self, operation: str, arguments: dict[str, Any], idempotency_key: str | None) -> dict[str, Any]:
+        key = (idempotency_key or str(uuid.uuid4())) if ROUTES[operation].mutating else None
+        request = _request(operation, arguments, key)
+        timeout = _timeout(self.timeout, arguments)
+        for attempt in range(self.retries + 1):
+            try:
+                return _answer(self._http.request(**request, timeout=timeout))
+            except (httpx.TransportError, UnavailableError) as error:
+                if attempt == self.retries or not _retryable(error):
+                    raise _unavailable(error) from error
+                time.sleep(_backoff(attempt))
+        raise AssertionError("unreachable")
+
+    def call(self, profile: str, name: str, arguments: dict[str, Any] | None = None, *,
+             idempotency_key: str | None = None) -> dict[str, Any]:
+        """Call any operation of the catalog by name, compatibility profiles included
+        (`profile`: native, agentcheckpoint, sidecar, caxton, ...). Returns the reply
+        (`outcome`, `result`, `error`) without raising for refusals."""
+        key = idempotency_key or str(uuid.uuid4())
+        for attempt in range(self.retries + 1):
+            try:
+                response = self._http.post(f"/v1/call/{profile}/{name}", json=arguments or {}, headers={"Idempotency-Key": key})
+                return _answer(response)
+            except (httpx.TransportError, UnavailableError) as error:
+                if attempt == self.retries:
+                    raise _unavailable(error) from error
+                time.sleep(_backoff(attempt))
+        raise AssertionError("unreachable")
+
+    def healthz(self) -> bool:
+        """Whether the server and its store answer (the probe endpoint)."""
+        try:
+            return self._http.get("/healthz").is_success
+        except httpx.TransportError:
+            return False
+
+    def metrics(self) -> str:
+        """Prometheus metrics, as text."""
+        response = self._http.get("/metrics")
+        if not response.is_success:
+            _answer(response)
+        return response.text
+
+    def watch(self, *, key: str | None = None, prefix: str | None = None, kind: str | None = None,
+              from_revision: int | None = None, include_values: bool = True,
+              idle_timeout: float = 60.0) -> Iterator[dict[str, Any]]:
+        """Every change under `key` or `prefix` after `from_revision` (absent: from now on), one
+        `{"revision", "events"}` batch per revision, in order, then live ones forever. A dropped
+        connection or a stopping server is resumed after the last revision delivered, so nothing
+        is skipped or repeated; so is a stream silent for `idle_timeout` seconds (the server sends a
+        keep-alive every 15 s). A watch the server ended for lagging raises WatchLaggedError."""
+        resume = Resume(from_revision)
+        params = _watch_params(key, prefix, kind, include_values)
+        failures = 0
+        while True:
+            try:
+                with self._http.stream("GET", "/v1/watch", params=params, headers=resume.headers(),
+                                       timeout=httpx.Timeout(self.timeout, read=idle_timeout)) as response:
+                    if not response.is_success:
+                        response.read()
+                        _answer(response)
+                    parser = Parser()
+                    for line in response.iter_lines():
+                        event = parser.line(line)
+                        if event is None:
+                            continue
+                        batch = resume.take(event)
+                        failures = 0
+                        if batch is not None:
+                            yield batch
+            except (httpx.TransportError, StateError) as error:
+                if isinstance(error, StateError) and not resumable(error):
+                    raise
+                if failures == self.retries:
+                    raise _unavailable(error) from error
+                time.sleep(_backoff(failures))
+                failures += 1
+
+
+class AsyncClient(AsyncOperations):
+    """The asyncio client: the same methods as `Client`, awaited.
+
+        async with AsyncClient() as state:
+            await state.state_set("config/mode", {"fast": True})
+            async for batch in state.watch(prefix="config/"):
+                ...
+    """
+
+    def __init__(self, url: str | None = None, *, token: str | None = None, timeout: float = 30.0, retries: int = 5,
+                 transport: httpx.AsyncBaseTransport | None = None):
+        self.url, headers = _settings(url, token)
+        self.timeout = timeout
+        self.retries = retries
+        self._http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout, transport=transport)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _call(self, operation: str, arguments: dict[str, Any], idempotency_key: str | None) -> dict[str, Any]:
+        key = (idempotency_key or str(uuid.uuid4())) if ROUTES[operation].mutating else None
+        request = _request(operation, arguments, key)
+        timeout = _timeout(self.timeout, arguments)
+        for attempt in range(self.retries + 1):
+            try:
+                return _answer(await self._http.request(**request, timeout=timeout))
+            except (httpx.TransportError, UnavailableError) as error:
+                if attempt == self.retries or not _retryable(error):
+                    raise _unavailable(error) from error
+                await asyncio.sleep(_backoff(attempt))
+        raise AssertionError("unreachable")
+
+    async def call(self, profile: str, name: str, arguments: dict[str, Any] | None = None, *,
+                   idempotency_key: str | None = None) -> dict[str, Any]:
+        """As `Client.call`."""
+        key = idempotency_key or str(uuid.uuid4())
+        for attempt in range(self.retries + 1):
+            try:
+                response = await self._http.post(f"/v1/call/{profile}/{name}", json=arguments or {},
+                                                 headers={"Idempotency-Key": key})
+                return _answer(response)
+            except (httpx.TransportError, UnavailableError) as error:
+                if attempt == self.retries:
+                    raise _unavailable(error) from error
+                await asyncio.sleep(_backoff(attempt))
+        raise AssertionError("unreachable")
+
+    async def healthz(self) -> bool:
+        """As `Client.healthz`."""
+        try:
+            return (await self._http.get("/healthz")).is_success
+        except httpx.TransportError:
+            return False
+
+    async def metrics(self) -> str:
+        """As `Client.metrics`."""
+        response = await self._http.get("/metrics")
+        if not response.is_success:
+            _answer(response)
+        return response.text
+
+    async def watch(self, *, key: str | None = None, prefix: str | None = None, kind: str | None = None,
+                    from_revision: int | None = None, include_values: bool = True,
+                    idle_timeout: float = 60.0) -> AsyncIterator[dict[str, Any]]:
+        """As `Client.watch`, with `async for`."""
+        resume = Resume(from_revision)
+        params = _watch_params(key, prefix, kind, include_values)
+        failures = 0
+        while True:
+            try:
+                async with self._http.stream("GET", "/v1/watch", params=params, headers=resume.headers(),
+                                             timeout=httpx.Timeout(self.timeout, read=idle_timeout)) as response:
+                    if not response.is_success:
+                        await response.aread()
+                        _answer(response)
+                    parser = Parser()
+                    async for line in response.aiter_lines():
+                        event = parser.line(line)
+                        if event is None:
+                            continue
+                        batch = resume.take(event)
+                        failures = 0
+                        if batch is not None:
+                            yield batch
+            except (httpx.TransportError, StateError) as error:
+                if isinstance(error, StateError) and not resumable(error):
+                    raise
+                if failures == self.retries:
+                    raise _unavailable(error) from error
+                await asyncio.sleep(_backoff(failures))
+                failures += 1
+
+
+def _watch_params(key: str | None, prefix: str | None, kind: str | None, include_values: bool) -> dict[str, str]:
+    params = {"include_values": "true" if include_values else "false"}
+    for name, value in (("key", key), ("prefix", prefix), ("kind", kind)):
+        if value is not None:
+            params[name] = value
+    return params
+
+
+def _unavailable(error: Exception) -> StateError:
+    if isinstance(error, StateError):
+        return error
+    return UnavailableError(503, "unavailable", f"could not reach the server: {error!r}")
