@@ -238,6 +238,31 @@ async def goldfish(p):
     await p.call("checkpoint", {"range": "1h"})
 
 
+async def memory(p):
+    """The memory server's nine tools, with its shapes, as its users call them."""
+    people = [{"name": "Ada", "entityType": "person", "observations": ["wrote notes"]},
+              {"name": "Engine", "entityType": "machine", "observations": []}]
+    created = await p.call("create_entities", {"entities": people})
+    assert [e["name"] for e in created["entities"]] == ["Ada", "Engine"], created
+    again = await p.call("create_entities", {"entities": people[:1]})
+    assert again["entities"] == [], again
+    relations = await p.call("create_relations", {"relations": [{"from": "Ada", "to": "Engine", "relationType": "programmed"}]})
+    assert len(relations["relations"]) == 1, relations
+    added = await p.call("add_observations", {"observations": [{"entityName": "Ada", "contents": ["born 1815", "wrote notes"]}]})
+    assert added["results"] == [{"entityName": "Ada", "addedObservations": ["born 1815"]}], added
+    await p.call("add_observations", {"observations": [{"entityName": "Nobody", "contents": ["x"]}]}, error=True)
+    found = await p.call("search_nodes", {"query": "BORN"})
+    assert [e["name"] for e in found["entities"]] == ["Ada"] and len(found["relations"]) == 1, found
+    opened = await p.call("open_nodes", {"names": ["Engine"]})
+    assert opened["entities"][0]["entityType"] == "machine" and len(opened["relations"]) == 1, opened
+    await p.call("delete_observations", {"deletions": [{"entityName": "Ada", "observations": ["born 1815"]}]})
+    await p.call("delete_relations", {"relations": [{"from": "Ada", "to": "Engine", "relationType": "programmed"}]})
+    done = await p.call("delete_entities", {"entityNames": ["Engine"]})
+    assert done == {"success": True, "message": "Entities deleted successfully"}, done
+    graph = await p.call("read_graph")
+    assert graph == {"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote notes"]}], "relations": []}, graph
+
+
 async def discovery(p):
     """The default list: the core tools and state_tools/state_call reach every group."""
     assert set(p.tools) >= {"state_get", "state_set", "state_tools", "state_call"}, sorted(p.tools)
@@ -263,6 +288,7 @@ PROFILES = [
     ("caxton", ["--compat", "caxton"], caxton),
     ("sage", ["--compat", "sage"], sage),
     ("goldfish", ["--compat", "goldfish"], goldfish),
+    ("memory", ["--compat", "memory"], memory),
 ]
 
 

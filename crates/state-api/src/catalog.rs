@@ -16,7 +16,7 @@ use state_core::idempotency::Mutating;
 use state_core::ops::NameListRequest;
 use state_store::EngineError;
 
-use state_compat::{agentcheckpoint as ac, caxton as cx, goldfish as gf, sage as sg, sidecar as sc};
+use state_compat::{agentcheckpoint as ac, caxton as cx, goldfish as gf, memory as mm, sage as sg, sidecar as sc};
 use state_core::ops::admin::{ResetRequest, ResetResult};
 use state_core::ops::checkpoint::{
     CheckpointRestoreRequest, CheckpointRestoreResult, CheckpointSaveRequest, CheckpointSaveResult,
@@ -170,6 +170,16 @@ pub enum Operation {
     SageSaveKnowledge,
     SageRecallKnowledge,
     GoldfishCheckpoint,
+    MemoryCreateEntities,
+    MemoryCreateRelations,
+    MemoryAddObservations,
+    MemoryDeleteEntities,
+    MemoryDeleteObservations,
+    MemoryDeleteRelations,
+    MemoryReadGraph,
+    MemorySearchNodes,
+    MemoryOpenNodes,
+    MemoryImport,
 }
 
 /// Which tool surface an operation belongs to. Compatibility profiles reproduce the tool names
@@ -189,16 +199,20 @@ pub enum Profile {
     Sage,
     /// COA Goldfish: one `checkpoint` tool that infers save, restore, search or timeline.
     Goldfish,
+    /// The official MCP memory server: a knowledge graph of entities, relations and
+    /// observations (create_entities, add_observations, read_graph, search_nodes, ...).
+    Memory,
 }
 
 impl Profile {
-    pub const ALL: [Profile; 6] = [
+    pub const ALL: [Profile; 7] = [
         Profile::Native,
         Profile::AgentCheckpoint,
         Profile::Sidecar,
         Profile::Caxton,
         Profile::Sage,
         Profile::Goldfish,
+        Profile::Memory,
     ];
 
     pub fn from_name(name: &str) -> Option<Profile> {
@@ -213,6 +227,7 @@ impl Profile {
             Profile::Caxton => "caxton",
             Profile::Sage => "sage",
             Profile::Goldfish => "goldfish",
+            Profile::Memory => "memory",
         }
     }
 }
@@ -687,7 +702,7 @@ macro_rules! structured {
     };
 }
 
-static SPECS: [OperationSpec; 96] = [
+static SPECS: [OperationSpec; 106] = [
     native!(
         StateGet,
         "state_get",
@@ -1782,6 +1797,36 @@ static SPECS: [OperationSpec; 96] = [
         adapter!(gf::CheckpointArgs, unparsed: gf::calls::checkpoint),
         Needs::WholeStore,
         "Save progress (give description) or get context back (default: restore the latest). query searches, range shows a timeline. Save after finishing a task or before a break; restore when resuming."
+    ),
+    structured!(
+        MemoryCreateEntities,Memory,"create_entities",Knowledge,Write, mm::CreateEntitiesArgs => mm::CreatedEntities, mm::calls::create_entities,"Add entities to the knowledge graph; a name already there is skipped. Returns those created."
+    ),
+    structured!(
+        MemoryCreateRelations,Memory,"create_relations",Knowledge,Write, mm::RelationsArgs => mm::CreatedRelations, mm::calls::create_relations,"Add relations between entities, in active voice (from works_at to); existing ones are skipped. Returns those created."
+    ),
+    structured!(
+        MemoryAddObservations,Memory,"add_observations",Knowledge,Write, mm::AddObservationsArgs => mm::AddedObservations, mm::calls::add_observations,"Add observations to existing entities; returns what each gained."
+    ),
+    structured!(
+        MemoryDeleteEntities,Memory,"delete_entities",Knowledge,IdempotentWrite, mm::DeleteEntitiesArgs => mm::Done, mm::calls::delete_entities,"Delete entities and every relation to or from them."
+    ),
+    structured!(
+        MemoryDeleteObservations,Memory,"delete_observations",Knowledge,IdempotentWrite, mm::DeleteObservationsArgs => mm::Done, mm::calls::delete_observations,"Delete observations from entities."
+    ),
+    structured!(
+        MemoryDeleteRelations,Memory,"delete_relations",Knowledge,IdempotentWrite, mm::RelationsArgs => mm::Done, mm::calls::delete_relations,"Delete relations."
+    ),
+    structured!(
+        MemoryReadGraph,Memory,"read_graph",Knowledge,ReadOnly, mm::ReadGraphArgs => mm::Graph, mm::calls::read_graph,"The whole knowledge graph."
+    ),
+    structured!(
+        MemorySearchNodes,Memory,"search_nodes",Knowledge,ReadOnly, mm::SearchNodesArgs => mm::Graph, mm::calls::search_nodes,"Entities whose name, type or observations contain the query, with their relations."
+    ),
+    structured!(
+        MemoryOpenNodes,Memory,"open_nodes",Knowledge,ReadOnly, mm::OpenNodesArgs => mm::Graph, mm::calls::open_nodes,"Entities by name, with their relations."
+    ),
+    structured!(
+        MemoryImport,Memory,"memory_import",Transfer,Write, mm::ImportArgs => mm::Imported, mm::calls::import,"Merge a memory server's graph file into the store, once per source (statectl import --format memory)."
     ),
 ];
 

@@ -17,6 +17,7 @@ mod classify;
 mod http;
 mod local;
 mod logfile;
+pub mod memory_file;
 mod options;
 pub mod owner;
 mod pages;

@@ -134,7 +134,9 @@ impl Options {
             .into_iter()
             .filter(|op| {
                 let spec = op.spec();
-                spec.profile != Profile::Native
+                // A profile's tools are its server's list; moving a whole graph in
+                // (`memory_import`) is served but listed only with the transfer group.
+                (spec.profile != Profile::Native && spec.group != ToolGroup::Transfer)
                     || self.listed.contains(&spec.group)
                     || enabled.contains(&spec.group)
                     || (self.discover && CORE.contains(op))

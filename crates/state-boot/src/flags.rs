@@ -218,6 +218,10 @@ pub enum ProfileArg {
     Sage,
     /// COA Goldfish's one `checkpoint` tool (save, restore, search, timeline inferred).
     Goldfish,
+    /// The official MCP memory server's knowledge graph tools (create_entities,
+    /// add_observations, read_graph, search_nodes, ...), safe across processes; imports
+    /// MEMORY_FILE_PATH once.
+    Memory,
 }
 
 impl From<ProfileArg> for Profile {
@@ -228,6 +232,7 @@ impl From<ProfileArg> for Profile {
             ProfileArg::Caxton => Profile::Caxton,
             ProfileArg::Sage => Profile::Sage,
             ProfileArg::Goldfish => Profile::Goldfish,
+            ProfileArg::Memory => Profile::Memory,
         }
     }
 }

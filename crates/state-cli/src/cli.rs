@@ -58,6 +58,7 @@ const AFTER_HELP: &str = "Examples:
   statectl export --history -o backup.jsonl
   statectl import backup.jsonl --dry-run
   statectl import --from agentcheckpoint ~/.hermes/checkpoints.db
+  statectl import --from memory ~/memory.jsonl
   STATE_TOKEN=... statectl --server http://host:7478 health
 
 Exit codes:

@@ -21,6 +21,7 @@ mod doctor;
 pub mod exit;
 mod foreign;
 mod input;
+mod memory_graph;
 mod output;
 pub mod run;
 mod transfer;

@@ -19,7 +19,7 @@ use state_core::ops::transfer::{
 };
 
 use crate::commands::request_args;
-use crate::{exit, foreign};
+use crate::{exit, foreign, memory_graph};
 
 /// The `format` a dump's header names; `version` changes only if a reader could misread it.
 const FORMAT: &str = "state-dump";
@@ -32,14 +32,26 @@ pub struct ExportArgs {
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Add the store's history (every change still kept) after the records
-    #[arg(long)]
+    #[arg(long, conflicts_with = "format")]
     history: bool,
+    /// What to write: a dump of every record, or the knowledge graph of `--compat memory` as
+    /// the memory server's JSONL file
+    #[arg(long, value_enum, default_value = "dump")]
+    format: ExportFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ExportFormat {
+    /// statectl's dump: every record, for `statectl import`
+    Dump,
+    /// The official MCP memory server's file (MEMORY_FILE_PATH): entities and relations
+    Memory,
 }
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// A dump made by `statectl export` (- or nothing: standard input), or with --from, the
-    /// other server's SQLite database
+    /// other server's SQLite database (or the memory server's JSONL file)
     input: Option<PathBuf>,
     /// Read another server's database instead of a dump, keeping its versions
     #[arg(long, value_enum, value_name = "SERVER", requires = "input")]
@@ -58,6 +70,9 @@ pub(crate) enum Source {
     Agentcheckpoint,
     /// mcp-state-sidecar's SQLite database (DB_PATH, default state_sidecar.db)
     Sidecar,
+    /// The official MCP memory server's JSONL file (MEMORY_FILE_PATH), merged into the graph
+    /// `--compat memory` serves; once per file
+    Memory,
 }
 
 /// One line of a dump.
@@ -142,6 +157,9 @@ fn write_line(out: &mut dyn Write, line: &Line) -> Result<()> {
 }
 
 pub(crate) async fn export(api: &Api, args: &ExportArgs, json: bool) -> Result<u8> {
+    if args.format == ExportFormat::Memory {
+        return memory_graph::export(api, args.output.as_deref()).await;
+    }
     let partial = args.output.as_ref().map(|path| path.with_extension(partial_extension(path)));
     let mut out: Box<dyn Write> = match &partial {
         Some(path) => Box::new(BufWriter::new(
@@ -397,27 +415,38 @@ pub(crate) struct Loaded {
     records: Records,
     events: u64,
     left: Option<foreign::Left>,
+    /// A memory server's file instead of records.
+    memory: Option<memory_graph::MemoryFile>,
 }
 
 /// Reads the records (and the whole input) first, so bad input never starts an owner.
 pub(crate) fn load(args: &ImportArgs) -> Result<Loaded> {
     match (args.from, &args.input) {
         (Some(Source::Agentcheckpoint), Some(path)) => {
-            Ok(Loaded { records: Records::Held(foreign::agentcheckpoint(path)?), events: 0, left: None })
+            Ok(Loaded { records: Records::Held(foreign::agentcheckpoint(path)?), events: 0, left: None, memory: None })
         }
         (Some(Source::Sidecar), Some(path)) => {
             let (records, left) = foreign::sidecar(path)?;
-            Ok(Loaded { records: Records::Held(records), events: 0, left: Some(left) })
+            Ok(Loaded { records: Records::Held(records), events: 0, left: Some(left), memory: None })
         }
+        (Some(Source::Memory), Some(path)) => Ok(Loaded {
+            records: Records::Held(Vec::new()),
+            events: 0,
+            left: None,
+            memory: Some(memory_graph::load(path)?),
+        }),
         (_, input) => {
             let (records, events) = read_dump(input.as_deref())?;
-            Ok(Loaded { records, events, left: None })
+            Ok(Loaded { records, events, left: None, memory: None })
         }
     }
 }
 
 pub(crate) async fn import(api: &Api, args: &ImportArgs, loaded: Loaded, json: bool) -> Result<u8> {
-    let Loaded { records, events, left } = loaded;
+    let Loaded { records, events, left, memory } = loaded;
+    if let Some(file) = memory {
+        return memory_graph::import(api, file, args.dry_run, json).await;
+    }
     let not_imported = left.map(|left| NotImported { leases: left.leases });
     let mut summary =
         Summary { dry_run: args.dry_run, history_events_not_replayed: events, not_imported, ..Summary::default() };
@@ -501,7 +530,7 @@ fn printable(key: &str) -> String {
 }
 
 /// Creates (or empties) a file only its user may read.
-fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+pub(crate) fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new().mode(0o600).create(true).write(true).truncate(true).open(path)
 }

@@ -6,6 +6,7 @@
 pub mod agentcheckpoint;
 pub mod caxton;
 pub mod goldfish;
+pub mod memory;
 pub mod sage;
 pub mod seam;
 pub mod sidecar;

@@ -38,6 +38,8 @@ pub enum RunError {
     Postgres(#[from] StandaloneError),
     #[error("opening the PostgreSQL store panicked")]
     Panicked,
+    #[error(transparent)]
+    MemoryFile(#[from] state_api::memory_file::MemoryFileError),
 }
 
 /// The tokens `--auth` names; refuses a non-loopback address without them (unless
@@ -67,6 +69,9 @@ pub async fn run(
         .await
         .map_err(|source| RunError::Listen { addr: args.listen, source })?;
     let served = Served::reach(store, postgres).await?;
+    if tools.options().permits(state_api::catalog::Operation::MemoryImport) {
+        state_api::memory_file::import_from_env(&served.api).await?;
+    }
     let auth = tokens.as_ref().map_or_else(|| "none (loopback only)".to_owned(), |t| format!("{} token(s)", t.len()));
     let stopping = CancellationToken::new();
     let app = crate::router(served.api.clone(), &args.config(tools, tokens), stopping.child_token());

@@ -78,6 +78,10 @@ fn serve(cli: &Cli) -> anyhow::Result<()> {
     runtime.block_on(async {
         let api = reach::reach(&cli.store, &cli.server, "state-mcp", SETTLE_FOR_SERVERS).await?;
         let store = reach::target(&cli.store, &cli.server);
-        Ok(state_mcp::serve_stdio(api, cli.tools.options(), &store).await?)
+        let options = cli.tools.options();
+        if options.permits(state_api::catalog::Operation::MemoryImport) {
+            state_api::memory_file::import_from_env(&api).await?;
+        }
+        Ok(state_mcp::serve_stdio(api, options, &store).await?)
     })
 }

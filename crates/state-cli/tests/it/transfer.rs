@@ -239,3 +239,40 @@ fn sidecar_database_is_imported_with_writers_expiry_and_sessions() {
     let claimed = (claim["status"].as_str(), claim["last_step"].as_u64(), claim["attempt"].as_u64());
     assert_eq!(claimed, (Some("claimed"), Some(2), Some(2)), "{claim}");
 }
+
+/// The memory server's file: merged once into the graph `--compat memory` serves, and written
+/// back out in the same format.
+#[test]
+fn a_memory_servers_file_is_imported_once_and_exported_in_its_format() {
+    let p = Place::new();
+    let file = p.dir.path().join("memory.jsonl");
+    let lines = [
+        r#"{"type":"entity","name":"Ada","entityType":"person","observations":["wrote notes","born 1815"]}"#,
+        r#"{"type":"entity","name":"Engine","entityType":"machine","observations":[]}"#,
+        r#"{"type":"relation","from":"Ada","to":"Engine","relationType":"programmed"}"#,
+    ];
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let path = file.to_str().unwrap();
+
+    let dry = p.run(&["import", "--from", "memory", path, "--dry-run"]);
+    assert!(dry.stdout.contains("would merge 2 entities and 1 relations"), "{}", dry.stdout);
+    let summary = p.json(&["import", "--from", "memory", path], 0);
+    assert_eq!(summary["imported"], true, "{summary}");
+    assert_eq!((summary["entities_created"].as_u64(), summary["relations_created"].as_u64()), (Some(2), Some(1)));
+    let again = p.json(&["import", "--from", "memory", path], 0);
+    assert_eq!(again["imported"], false, "a file is merged once: {again}");
+
+    let out = p.dir.path().join("exported.jsonl");
+    let exported = p.run(&["export", "--format", "memory", "-o", out.to_str().unwrap()]);
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), lines.join("\n"), "the same lines, in the same order");
+
+    // A line that is not the format is refused before anything is written, naming the line.
+    let other = Place::new();
+    let bad = other.dir.path().join("bad.jsonl");
+    std::fs::write(&bad, format!("{}\n{{\"type\":\"relation\",\"from\":\"A\"}}\n", lines[0])).unwrap();
+    let refused = other.run(&["import", "--from", "memory", bad.to_str().unwrap()]);
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains("at line 2"), "{}", refused.stderr);
+    assert!(!other.db.exists(), "bad input starts no owner and creates no database");
+}

@@ -13,6 +13,7 @@ mod crash;
 mod hostile;
 mod knowledge;
 mod kv;
+mod memory;
 mod protocol;
 mod readme;
 mod sdk;
