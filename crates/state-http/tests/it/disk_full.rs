@@ -125,7 +125,13 @@ fn at_every_value_size_the_store_refuses_before_the_disk_is_full_and_opens_on_it
             }
         };
         let body = refusal.json();
-        assert_eq!(refusal.status, 503, "{value_bytes}: {body} after {} writes\n{}", acknowledged.len(), server.stderr());
+        assert_eq!(
+            refusal.status,
+            503,
+            "{value_bytes}: {body} after {} writes\n{}",
+            acknowledged.len(),
+            server.stderr()
+        );
         assert!(body["detail"].as_str().unwrap().contains("is full"), "{value_bytes}: {body}\n{}", server.stderr());
         assert!(disk.free() > 0, "{value_bytes}: the disk was let fill to 0 bytes");
         for key in acknowledged.iter().step_by(7) {
