@@ -61,10 +61,9 @@ def _timeout(base: float, arguments: dict[str, Any]) -> float:
     return base + float(wait) if isinstance(wait, (int, float)) else base
 
 
-def _retryable(error: Exception) -> bool:
-    if isinstance(error, httpx.TransportError):
-        return True
-    return isinstance(error, UnavailableError)
+def _call_request(profile: str, name: str, arguments: dict[str, Any] | None, key: str | None) -> dict[str, Any]:
+    return {"method": "POST", "url": f"/v1/call/{profile}/{name}", "json": arguments or {},
+            "headers": {"Idempotency-Key": key or str(uuid.uuid4())}}
 
 
 def _backoff(attempt: int) -> float:
@@ -97,34 +96,27 @@ class Client(Operations):
     def close(self) -> None:
         self._http.close()
 
-    def _call(self, operation: str, arguments: dict[str, Any], idempotency_key: str | None) -> dict[str, Any]:
-        key = (idempotency_key or str(uuid.uuid4())) if ROUTES[operation].mutating else None
-        request = _request(operation, arguments, key)
-        timeout = _timeout(self.timeout, arguments)
+    def _send(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Sends `request`, resending it after a dropped connection or an `unavailable` answer."""
         for attempt in range(self.retries + 1):
             try:
                 return _answer(self._http.request(**request, timeout=timeout))
-            except (httpx.TransportError, UnavailableError) as error:
-                if attempt == self.retries or not _retryable(error):
-                    raise _unavailable(error) from error
-                time.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
-
-    def call(self, profile: str, name: str, arguments: dict[str, Any] | None = None, *,
-             idempotency_key: str | None = None) -> dict[str, Any]:
-        """Call any operation of the catalog by name, compatibility profiles included
-        (`profile`: native, agentcheckpoint, sidecar, caxton, ...). Returns the reply
-        (`outcome`, `result`, `error`) without raising for refusals."""
-        key = idempotency_key or str(uuid.uuid4())
-        for attempt in range(self.retries + 1):
-            try:
-                response = self._http.post(f"/v1/call/{profile}/{name}", json=arguments or {}, headers={"Idempotency-Key": key})
-                return _answer(response)
             except (httpx.TransportError, UnavailableError) as error:
                 if attempt == self.retries:
                     raise _unavailable(error) from error
                 time.sleep(_backoff(attempt))
         raise AssertionError("unreachable")
+
+    def _call(self, operation: str, arguments: dict[str, Any], idempotency_key: str | None) -> dict[str, Any]:
+        key = (idempotency_key or str(uuid.uuid4())) if ROUTES[operation].mutating else None
+        return self._send(_request(operation, arguments, key), _timeout(self.timeout, arguments))
+
+    def call(self, profile: str, name: str, arguments: dict[str, Any] | None = None, *,
+             idempotency_key: str | None = None) -> dict[str, Any]:
+        """Call any operation of the catalog by name, compatibility profiles included
+        (`profile`: native, agentcheckpoint, sidecar, caxton, memory, ...). Returns the reply
+        (`outcome`, `result`, `error`) without raising for refusals."""
+        return self._send(_call_request(profile, name, arguments, idempotency_key), self.timeout)
 
     def healthz(self) -> bool:
         """Whether the server and its store answer (the probe endpoint)."""
@@ -201,33 +193,25 @@ class AsyncClient(AsyncOperations):
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def _call(self, operation: str, arguments: dict[str, Any], idempotency_key: str | None) -> dict[str, Any]:
-        key = (idempotency_key or str(uuid.uuid4())) if ROUTES[operation].mutating else None
-        request = _request(operation, arguments, key)
-        timeout = _timeout(self.timeout, arguments)
+    async def _send(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """As `Client._send`."""
         for attempt in range(self.retries + 1):
             try:
                 return _answer(await self._http.request(**request, timeout=timeout))
-            except (httpx.TransportError, UnavailableError) as error:
-                if attempt == self.retries or not _retryable(error):
-                    raise _unavailable(error) from error
-                await asyncio.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
-
-    async def call(self, profile: str, name: str, arguments: dict[str, Any] | None = None, *,
-                   idempotency_key: str | None = None) -> dict[str, Any]:
-        """As `Client.call`."""
-        key = idempotency_key or str(uuid.uuid4())
-        for attempt in range(self.retries + 1):
-            try:
-                response = await self._http.post(f"/v1/call/{profile}/{name}", json=arguments or {},
-                                                 headers={"Idempotency-Key": key})
-                return _answer(response)
             except (httpx.TransportError, UnavailableError) as error:
                 if attempt == self.retries:
                     raise _unavailable(error) from error
                 await asyncio.sleep(_backoff(attempt))
         raise AssertionError("unreachable")
+
+    async def _call(self, operation: str, arguments: dict[str, Any], idempotency_key: str | None) -> dict[str, Any]:
+        key = (idempotency_key or str(uuid.uuid4())) if ROUTES[operation].mutating else None
+        return await self._send(_request(operation, arguments, key), _timeout(self.timeout, arguments))
+
+    async def call(self, profile: str, name: str, arguments: dict[str, Any] | None = None, *,
+                   idempotency_key: str | None = None) -> dict[str, Any]:
+        """As `Client.call`."""
+        return await self._send(_call_request(profile, name, arguments, idempotency_key), self.timeout)
 
     async def healthz(self) -> bool:
         """As `Client.healthz`."""
