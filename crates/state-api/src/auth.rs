@@ -71,6 +71,11 @@ impl Principal {
         self.covers_prefix("", Right::Read)
     }
 
+    /// The strongest right the token grants.
+    pub fn right(&self) -> Right {
+        self.right
+    }
+
     /// The prefixes, for messages.
     fn scope(&self) -> String {
         self.prefixes.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", ")
@@ -429,6 +434,13 @@ pub(crate) fn not_covered(principal: &Principal, op: Operation, what: &str) -> A
             name(principal.right)
         ),
     )
+}
+
+impl Right {
+    /// As a tokens file writes it.
+    pub fn name(self) -> &'static str {
+        name(self)
+    }
 }
 
 fn name(right: Right) -> &'static str {

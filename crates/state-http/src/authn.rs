@@ -10,8 +10,9 @@ use axum::response::Response;
 use crate::Service;
 use crate::problem::http_problem;
 
-/// Paths anyone may read: probes and the API's description.
-const PUBLIC: [&str; 2] = ["/healthz", "/openapi.json"];
+/// Paths anyone may read: probes, the API's description, and the console's files (which hold
+/// no data: the console asks for a token before it reads any).
+const PUBLIC: [&str; 5] = ["/healthz", "/openapi.json", "/", "/console/app.js", "/console/style.css"];
 
 pub(crate) async fn authenticate(State(service): State<Service>, mut request: Request, next: Next) -> Response {
     let Some(tokens) = service.tokens.as_deref() else { return next.run(request).await };
@@ -24,6 +25,11 @@ pub(crate) async fn authenticate(State(service): State<Service>, mut request: Re
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
         .map(str::trim);
+    // Asking who one is without a token is how the console learns it needs one: answered,
+    // not refused (with no principal, `/v1/whoami` says a token is required).
+    if presented.is_none() && request.uri().path() == "/v1/whoami" {
+        return next.run(request).await;
+    }
     let principal = presented.and_then(|secret| tokens.authenticate(secret)).cloned();
     match principal {
         Some(principal) => {

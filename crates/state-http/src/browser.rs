@@ -70,7 +70,7 @@ impl BrowserPolicy {
         match headers.get(header::ORIGIN) {
             Some(origin) => {
                 let origin = origin.to_str().unwrap_or("");
-                if !origin_allowed(origin, origins) {
+                if !same_origin(origin, headers) && !origin_allowed(origin, origins) {
                     return Err(forbidden(
                         "forbidden_origin",
                         format!(
@@ -184,6 +184,17 @@ pub(crate) fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
             None => origin_parts(pattern).is_some_and(|(s, n, p)| s == scheme && n == name && p == port),
         }
     })
+}
+
+/// Whether `origin` is this server's own: the console's pages (served at `/`) calling the API.
+/// A DNS-rebinding page is same-origin by this test too, under its own host name: the Host
+/// check refuses it on a server without tokens, and it holds no token on one with them.
+fn same_origin(origin: &str, headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else { return false };
+    let origin = origin.trim();
+    ["http://", "https://"]
+        .iter()
+        .any(|scheme| origin.strip_prefix(scheme).is_some_and(|rest| rest.eq_ignore_ascii_case(host)))
 }
 
 /// The middleware: refuses what the policy does not allow, before authentication or any

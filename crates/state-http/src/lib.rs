@@ -8,6 +8,7 @@
 
 mod authn;
 mod browser;
+mod console;
 pub mod flags;
 mod holding;
 mod listen;
@@ -101,6 +102,7 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
     let document = Arc::new(openapi::document(&config.mcp.options));
     let app = Router::new()
         .merge(rest)
+        .merge(console::router())
         .merge(rest::watch::router())
         .route("/openapi.json", get(move || async move { axum::Json(Arc::clone(&document)).into_response() }))
         .route("/healthz", get(metrics::healthz))

@@ -22,6 +22,15 @@ pub(crate) fn document(selection: &state_api::Options) -> Value {
     if selection.covers(Operation::StateWatch) {
         paths.insert("/v1/watch".into(), json!({"get": watch_operation()}));
     }
+    paths.insert("/v1/whoami".into(), json!({"get": {
+        "operationId": "whoami", "summary": "The token this request carries: its name, prefixes and right", "security": [],
+        "responses": {"200": {"description": "the caller", "content": {"application/json": {"schema": {
+            "type": "object",
+            "properties": {"name": {"type": ["string", "null"]}, "prefixes": {"type": "array", "items": {"type": "string"}},
+                "right": {"type": ["string", "null"], "enum": ["read", "write", "admin", null]},
+                "token_required": {"type": "boolean", "description": "Asked without a token: whether this server needs one."}},
+            "required": ["name", "prefixes", "right", "token_required"]}}}}}
+    }}));
     paths.insert("/healthz".into(), json!({"get": {
         "operationId": "healthz", "summary": "Liveness and readiness for probes", "security": [],
         "responses": {"200": {"description": "the store answers"}, "503": problem_response("the store does not answer")}

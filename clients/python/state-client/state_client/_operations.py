@@ -53,6 +53,7 @@ ROUTES: dict[str, Route] = {
     "state_txn": Route("POST", "/v1/kv:txn", path=(), query=(), json_query=(), body='args', field=None, mutating=True),
     "store_export": Route("GET", "/v1/store:export", path=(), query=('limit', 'cursor'), json_query=(), body=None, field=None, mutating=False),
     "store_import": Route("POST", "/v1/store:import", path=(), query=(), json_query=(), body='args', field=None, mutating=True),
+    "whoami": Route("GET", "/v1/whoami", path=(), query=(), json_query=(), body=None, field=None, mutating=False),
     "workflow_await_signal": Route("POST", "/v1/workflows/{run_id}/await-signal", path=('run_id',), query=(), json_query=(), body='args', field=None, mutating=True),
     "workflow_cancel": Route("POST", "/v1/workflows/{run_id}/cancel", path=('run_id',), query=(), json_query=(), body='args', field=None, mutating=True),
     "workflow_checkpoint": Route("POST", "/v1/workflows/{run_id}/checkpoint", path=('run_id',), query=(), json_query=(), body='args', field=None, mutating=True),
@@ -671,6 +672,11 @@ class Operations:
         idempotency_key: Resends with the same key apply once (default: one per call, kept across retries).
         """
         return self._call("store_import", {"records": records, "dry_run": dry_run, "agent_id": agent_id, "request_id": request_id}, idempotency_key)  # type: ignore[attr-defined]
+
+    def whoami(self) -> dict[str, Any]:
+        """The token this request carries: its name, prefixes and right.
+        """
+        return self._call("whoami", {}, None)  # type: ignore[attr-defined]
 
     def workflow_await_signal(self, run_id: str, agent_id: str, token: int, name: str, *, after_signal_id: int | None = None, request_id: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
         """Park a run for a signal.
@@ -1458,6 +1464,11 @@ class AsyncOperations:
         idempotency_key: Resends with the same key apply once (default: one per call, kept across retries).
         """
         return await self._call("store_import", {"records": records, "dry_run": dry_run, "agent_id": agent_id, "request_id": request_id}, idempotency_key)  # type: ignore[attr-defined]
+
+    async def whoami(self) -> dict[str, Any]:
+        """The token this request carries: its name, prefixes and right.
+        """
+        return await self._call("whoami", {}, None)  # type: ignore[attr-defined]
 
     async def workflow_await_signal(self, run_id: str, agent_id: str, token: int, name: str, *, after_signal_id: int | None = None, request_id: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
         """Park a run for a signal.

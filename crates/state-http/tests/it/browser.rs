@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::{Place, expect};
 
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     let found = ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|name| {
         let out = Command::new("which").arg(name).output().ok()?;
         out.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))

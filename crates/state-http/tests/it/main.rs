@@ -8,6 +8,7 @@
 mod auth;
 mod browser;
 mod conformance;
+mod console;
 mod disk_full;
 mod hostile;
 mod in_process;
