@@ -34,6 +34,16 @@ pub enum StorageError {
         path.display()
     )]
     Full { path: PathBuf, available: u64, needed: u64 },
+    /// The database's name no longer leads to the file this process has open (removed, or
+    /// another file put in its place): a write to the open one would be acknowledged into a
+    /// file nobody can open again, so none is made.
+    #[error(
+        "the database file {} was removed or replaced while this process had it open; writes are refused so none \
+         is acknowledged into a file that can never be opened again. Stop this process (an owner also exits once \
+         its clients leave): the next one opens what is at that path now. Reads still show the old file",
+        path.display()
+    )]
+    Gone { path: PathBuf },
 }
 
 /// Why a database could not be opened.

@@ -591,6 +591,23 @@ fn statectl_against_a_stopped_owner_replaces_it_and_succeeds() {
     }
 }
 
+/// The database file deleted while its owner idles (a user starting over): the owner, still
+/// holding the old file, used to acknowledge writes into it, lost at its next start. It refuses
+/// them now, saying why, and nothing acknowledged is lost.
+#[test]
+fn a_write_after_the_database_file_was_deleted_is_refused_not_lost() {
+    let place = Place::new();
+    place.json(&["put", "a", "1"], 0);
+    std::fs::remove_file(&place.db).unwrap();
+    let refused = place.run(&["put", "b", "2"]);
+    assert_ne!(refused.code, 0, "a write into the deleted file was acknowledged: {}", refused.stdout);
+    assert!(refused.stderr.contains("was removed or replaced"), "{}", refused.stderr);
+    // Replaced by another file at that name: refused the same way.
+    std::fs::write(&place.db, b"").unwrap();
+    let replaced = place.run(&["put", "c", "3"]);
+    assert!(replaced.code != 0 && replaced.stderr.contains("removed or replaced"), "{}", replaced.stderr);
+}
+
 /// `statectl lease acquire` hands out fencing tokens, and a write can now be fenced by one
 /// from the command line as through the tools (issue 31: the flags did not exist).
 #[test]

@@ -83,6 +83,8 @@ pub struct RedbBackend {
     /// Bytes of entries and events committed since the last durable commit: redb holds them in
     /// its write buffer, and the next durable commit (a checkpoint) puts them on the disk.
     undurable: std::sync::atomic::AtomicU64,
+    /// The device and inode of the file opened, to notice it being removed or replaced.
+    file: Option<(u64, u64)>,
     _holder: Option<Holder>,
 }
 
@@ -171,6 +173,10 @@ impl RedbBackend {
             other => OpenError::Storage { path: path.to_owned(), source: storage(other) },
         })?;
         let holder = Holder::record(path, role);
+        let file = {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+        };
         let log = log.map(|open| Log {
             wal: Mutex::new(None),
             checkpoint_bytes: wal::CHECKPOINT_BYTES.into(),
@@ -184,6 +190,7 @@ impl RedbBackend {
             path: Some(path.to_owned()),
             log,
             undurable: 0.into(),
+            file,
             _holder: Some(holder),
         };
         backend.initialize().map_err(|source| match source {
@@ -362,6 +369,7 @@ impl RedbBackend {
             path: None,
             log: None,
             undurable: 0.into(),
+            file: None,
             _holder: None,
         };
         backend.initialize()?;
@@ -459,6 +467,18 @@ impl RedbBackend {
                 Err(StorageError::Full { path, available, needed })
             }
             _ => Ok(()),
+        }
+    }
+
+    /// Refuses a write once the database's name leads elsewhere than the file opened: the
+    /// file was deleted (a user starting over while an idle owner still held it) or replaced.
+    /// One `stat` per commit, beside its sync.
+    fn check_named(&self) -> Result<(), StorageError> {
+        use std::os::unix::fs::MetadataExt;
+        let (Some(path), Some(opened)) = (&self.path, self.file) else { return Ok(()) };
+        match std::fs::metadata(path) {
+            Ok(now) if (now.dev(), now.ino()) == opened => Ok(()),
+            _ => Err(StorageError::Gone { path: path.clone() }),
         }
     }
 
@@ -1090,13 +1110,13 @@ impl WriteTxn for RedbWrite<'_> {
         // Refused, the transaction is dropped, so nothing of this batch reaches the file (and
         // the batches it carried are redone on their own, see `HeldLog`).
         // Batches the transaction carries are counted already (in `undurable`).
-        if let Err(full) = backend.check_space(written) {
+        if let Err(refused) = backend.check_named().and_then(|()| backend.check_space(written)) {
             // The transaction goes first, as below: the batches it carried are redone in a
             // transaction of their own, which waits for this one's write slot. Left to the
             // return, `held` (declared later) would be dropped first and wait for ever.
             drop(txn);
             drop(held);
-            return Err(full);
+            return Err(refused);
         }
         let (Some(calls), Some(log)) = (calls, &backend.log) else {
             txn.commit().map_err(|e| backend.noted(storage(e)))?;
