@@ -321,6 +321,9 @@ pub enum Effect {
     ReadOnly,
     /// Changes state; repeating it with the same arguments changes nothing more.
     IdempotentWrite,
+    /// Adds to the store and never changes or removes what is there; repeating it adds nothing
+    /// more (the memory server's create and add tools).
+    Additive,
     /// Changes or removes existing state.
     Write,
 }
@@ -681,6 +684,22 @@ macro_rules! text {
 /// A structured tool of a replaced server (sidecar's, or one that replaces a checkpoint or
 /// knowledge server). Its needs are the whole store's unless it says otherwise.
 macro_rules! structured {
+    ($op:ident, $profile:ident, $name:literal, titled $title:literal, $group:ident, $effect:ident, $req:ty => $res:ty, $adapter:path, $desc:literal) => {
+        spec!(
+            $op,
+            $profile,
+            $name,
+            $title,
+            $group,
+            $effect,
+            Structured,
+            $req,
+            Some(output_schema::<$res>),
+            adapter!($req, $adapter),
+            Needs::WholeStore,
+            $desc
+        )
+    };
     ($op:ident, $profile:ident, $name:literal, $group:ident, $effect:ident, $req:ty => $res:ty, $adapter:path, $desc:literal) => {
         structured!($op, $profile, $name, $group, $effect, $req => $res, $adapter, needs: WholeStore, $desc)
     };
@@ -1799,34 +1818,34 @@ static SPECS: [OperationSpec; 106] = [
         "Save progress (give description) or get context back (default: restore the latest). query searches, range shows a timeline. Save after finishing a task or before a break; restore when resuming."
     ),
     structured!(
-        MemoryCreateEntities,Memory,"create_entities",Knowledge,Write, mm::CreateEntitiesArgs => mm::CreatedEntities, mm::calls::create_entities,"Add entities to the knowledge graph; a name already there is skipped. Returns those created."
+        MemoryCreateEntities,Memory,"create_entities",titled "Create Entities",Knowledge,Additive, mm::CreateEntitiesArgs => mm::CreatedEntities, mm::calls::create_entities,"Add entities to the knowledge graph; a name already there is skipped. Returns those created."
     ),
     structured!(
-        MemoryCreateRelations,Memory,"create_relations",Knowledge,Write, mm::RelationsArgs => mm::CreatedRelations, mm::calls::create_relations,"Add relations between entities, in active voice (from works_at to); existing ones are skipped. Returns those created."
+        MemoryCreateRelations,Memory,"create_relations",titled "Create Relations",Knowledge,Additive, mm::RelationsArgs => mm::CreatedRelations, mm::calls::create_relations,"Add relations between entities, in active voice (from works_at to); existing ones are skipped. Returns those created."
     ),
     structured!(
-        MemoryAddObservations,Memory,"add_observations",Knowledge,Write, mm::AddObservationsArgs => mm::AddedObservations, mm::calls::add_observations,"Add observations to existing entities; returns what each gained."
+        MemoryAddObservations,Memory,"add_observations",titled "Add Observations",Knowledge,Additive, mm::AddObservationsArgs => mm::AddedObservations, mm::calls::add_observations,"Add observations to existing entities; returns what each gained."
     ),
     structured!(
-        MemoryDeleteEntities,Memory,"delete_entities",Knowledge,IdempotentWrite, mm::DeleteEntitiesArgs => mm::Done, mm::calls::delete_entities,"Delete entities and every relation to or from them."
+        MemoryDeleteEntities,Memory,"delete_entities",titled "Delete Entities",Knowledge,IdempotentWrite, mm::DeleteEntitiesArgs => mm::Done, mm::calls::delete_entities,"Delete entities and every relation to or from them."
     ),
     structured!(
-        MemoryDeleteObservations,Memory,"delete_observations",Knowledge,IdempotentWrite, mm::DeleteObservationsArgs => mm::Done, mm::calls::delete_observations,"Delete observations from entities."
+        MemoryDeleteObservations,Memory,"delete_observations",titled "Delete Observations",Knowledge,IdempotentWrite, mm::DeleteObservationsArgs => mm::Done, mm::calls::delete_observations,"Delete observations from entities."
     ),
     structured!(
-        MemoryDeleteRelations,Memory,"delete_relations",Knowledge,IdempotentWrite, mm::RelationsArgs => mm::Done, mm::calls::delete_relations,"Delete relations."
+        MemoryDeleteRelations,Memory,"delete_relations",titled "Delete Relations",Knowledge,IdempotentWrite, mm::RelationsArgs => mm::Done, mm::calls::delete_relations,"Delete relations."
     ),
     structured!(
-        MemoryReadGraph,Memory,"read_graph",Knowledge,ReadOnly, mm::ReadGraphArgs => mm::Graph, mm::calls::read_graph,"The whole knowledge graph."
+        MemoryReadGraph,Memory,"read_graph",titled "Read Graph",Knowledge,ReadOnly, mm::ReadGraphArgs => mm::Graph, mm::calls::read_graph,"The whole knowledge graph."
     ),
     structured!(
-        MemorySearchNodes,Memory,"search_nodes",Knowledge,ReadOnly, mm::SearchNodesArgs => mm::Graph, mm::calls::search_nodes,"Entities whose name, type or observations contain the query, with their relations."
+        MemorySearchNodes,Memory,"search_nodes",titled "Search Nodes",Knowledge,ReadOnly, mm::SearchNodesArgs => mm::Graph, mm::calls::search_nodes,"Entities whose name, type or observations contain the query, with their relations."
     ),
     structured!(
-        MemoryOpenNodes,Memory,"open_nodes",Knowledge,ReadOnly, mm::OpenNodesArgs => mm::Graph, mm::calls::open_nodes,"Entities by name, with their relations."
+        MemoryOpenNodes,Memory,"open_nodes",titled "Open Nodes",Knowledge,ReadOnly, mm::OpenNodesArgs => mm::Graph, mm::calls::open_nodes,"Entities by name, with their relations."
     ),
     structured!(
-        MemoryImport,Memory,"memory_import",Transfer,Write, mm::ImportArgs => mm::Imported, mm::calls::import,"Merge a memory server's graph file into the store, once per source (statectl import --format memory)."
+        MemoryImport,Memory,"memory_import",Transfer,Write, mm::ImportArgs => mm::Imported, mm::calls::import,"Merge a memory server's graph file into the store, once per source (statectl import --from memory)."
     ),
 ];
 

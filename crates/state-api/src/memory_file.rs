@@ -16,21 +16,20 @@ pub const MEMORY_FILE_ENV: &str = "MEMORY_FILE_PATH";
 
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryFileError {
-    #[error("cannot read the memory file {}: {source}", path.display())]
-    Read { path: PathBuf, source: std::io::Error },
-    #[error(
-        "the memory file {} is not the memory server's format at {bad}; fix that line, or unset {MEMORY_FILE_ENV} to start without importing it",
-        path.display()
-    )]
+    #[error("cannot read the memory file {}: {cause}", path.display())]
+    Read { path: PathBuf, cause: std::io::Error },
+    #[error("the memory file {} is not the memory server's format at {bad}: fix that line", path.display())]
     Format { path: PathBuf, bad: jsonl::BadLine },
     #[error("importing the memory file {} failed: {error}", path.display())]
     Import { path: PathBuf, error: ApiError },
+    /// At a server's start: the way to start without the file is to unset the variable.
+    #[error("{inner} (or unset {MEMORY_FILE_ENV} to start without importing it)")]
+    AtStart { inner: Box<MemoryFileError> },
 }
 
 /// The graph in the file at `path`.
 pub fn read(path: &Path) -> Result<Graph, MemoryFileError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|source| MemoryFileError::Read { path: path.to_owned(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|cause| MemoryFileError::Read { path: path.to_owned(), cause })?;
     jsonl::parse(&text).map_err(|bad| MemoryFileError::Format { path: path.to_owned(), bad })
 }
 
@@ -50,12 +49,19 @@ pub async fn import(api: &Api, path: &Path) -> Result<Imported, MemoryFileError>
 /// At the start of a server with `--compat memory`: imports `MEMORY_FILE_PATH` if it is set
 /// and the file exists (the memory server started empty on a missing file; so does this).
 pub async fn import_from_env(api: &Api) -> Result<Option<Imported>, MemoryFileError> {
-    let Some(path) = std::env::var_os(MEMORY_FILE_ENV).map(PathBuf::from) else { return Ok(None) };
+    let Some(given) = std::env::var_os(MEMORY_FILE_ENV).map(PathBuf::from) else { return Ok(None) };
+    let path = std::path::absolute(&given).unwrap_or_else(|_| given.clone());
     if !path.exists() {
-        tracing::info!("{MEMORY_FILE_ENV}={} does not exist: nothing to import", path.display());
+        // Said loudly: a user switching expects their graph, and the memory server resolved a
+        // relative path against its own install directory, not the working one.
+        tracing::warn!(
+            "{MEMORY_FILE_ENV}={} is {}, which does not exist: nothing imported (give the file's absolute path)",
+            given.display(),
+            path.display()
+        );
         return Ok(None);
     }
-    let imported = import(api, &path).await?;
+    let imported = import(api, &path).await.map_err(|inner| MemoryFileError::AtStart { inner: Box::new(inner) })?;
     if imported.imported {
         tracing::info!(
             entities_created = imported.entities_created,

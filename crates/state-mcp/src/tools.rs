@@ -142,6 +142,7 @@ fn definition(op: Operation) -> Tool {
     let annotations = match spec.effect {
         Effect::ReadOnly => ToolAnnotations::new().read_only(true),
         Effect::IdempotentWrite => ToolAnnotations::new().read_only(false).destructive(true).idempotent(true),
+        Effect::Additive => ToolAnnotations::new().read_only(false).destructive(false).idempotent(true),
         Effect::Write => ToolAnnotations::new().read_only(false).destructive(true).idempotent(false),
     }
     .open_world(false);

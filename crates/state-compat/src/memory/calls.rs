@@ -25,9 +25,23 @@ fn answer<T: Serialize, E>(written: Written<T>) -> Answered<E> {
         Written::Done(shape) => Answer::shaped(&shape),
         // That server's own words for it.
         Written::NoSuchEntity(name) => Err(Failure::NotFound(format!("Entity with name {name} not found"))),
-        Written::TooLarge(TooLarge { entity, len, max }) => {
-            Err(Failure::Invalid(InvalidInput::ValueTooLarge { argument: format!("entity `{entity}`"), len, max }))
-        }
+        Written::TooLarge(TooLarge { entity, len, max }) => Err(Failure::Invalid(InvalidInput::Malformed {
+            argument: "observations".into(),
+            message: format!(
+                "entity `{}` would be {len} bytes as JSON, over this store's limit of {max} bytes for one value \
+                 (the memory server had none): start the store's owner with a larger --max-value-bytes, or keep \
+                 fewer or shorter observations on one entity",
+                shortened(&entity)
+            ),
+        })),
+    }
+}
+
+/// A name as an error message shows it: at most 80 characters.
+fn shortened(name: &str) -> String {
+    match name.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &name[..cut]),
+        None => name.to_owned(),
     }
 }
 
