@@ -13,10 +13,12 @@ import os
 import socket
 import sys
 import threading
+import time
 import uuid
 
 from state_client import (
     AsyncClient,
+    StateError,
     Client,
     ConflictError,
     FencedError,
@@ -80,6 +82,16 @@ def kv(state: Client) -> None:
     check("history of the key", len(history["events"]) >= 2, history)
     deleted = state.state_delete(key, expected_version=2)
     check("delete at a version", deleted["status"] == "ok", deleted)
+    # Dot segments are parts of a key, not directions: `../important` must not reach `important`.
+    state.state_set(f"py-{RUN}/important", "keep")
+    state.state_set(f"py-{RUN}/tmp/../important", "elsewhere")
+    state.state_set(f"py-{RUN}/x/./y", 1)
+    check("a key with dot segments is that key",
+          state.state_get(f"py-{RUN}/important")["value"] == "keep"
+          and state.state_get(f"py-{RUN}/tmp/../important")["value"] == "elsewhere"
+          and state.state_get(f"py-{RUN}/x/./y")["key"] == f"py-{RUN}/x/./y")
+    empty = raises(ValueError, state.state_get, "")
+    check("an empty key is refused before it is sent", "must not be empty" in str(empty))
     bad = raises(InvalidArgumentError, state.state_list, limit=5000)
     check("bad arguments are InvalidArgumentError", bad.status == 400, bad.problem)
 
@@ -230,6 +242,44 @@ def a_lost_answer_is_resent_and_applied_once() -> None:
           proxy.connections >= 2 and len(peeked["messages"]) == 1 and "message_id" in str(sent), (proxy.connections, peeked))
 
 
+def a_restarting_server_is_waited_out_and_a_stranger_is_not_taken_for_it() -> None:
+    """The proxy refuses connections for its first 1.5 s, as a restarting server does: a write
+    is resent until it gets through, once. A server that is not state answering 404 is not
+    read as "the key is absent"."""
+    queue = f"py-{RUN}/restart"
+    proxy = Proxy(refuse_for_seconds=1.5)
+    with Client(proxy.url) as state:
+        state.queue_send(queue, {"after": "a restart"})
+    with Client(URL) as direct:
+        peeked = direct.queue_peek(queue, limit=10)
+    check("a write through a server restarting for 1.5 s gets through, once",
+          len(peeked["messages"]) == 1 and proxy.connections >= 2, (proxy.connections, peeked))
+
+    import http.server
+
+    class NotState(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<h1>Not Found</h1>")
+
+        def log_message(self, *args):
+            pass
+
+    stranger = http.server.HTTPServer(("127.0.0.1", 0), NotState)
+    threading.Thread(target=stranger.serve_forever, daemon=True).start()
+    with Client(f"http://127.0.0.1:{stranger.server_address[1]}") as wrong:
+        try:
+            wrong.state_get("k")
+            check("another server's 404 is an error", False)
+        except NotFoundError:
+            check("another server's 404 is not NotFoundError", False)
+        except StateError as error:
+            check("another server's 404 says to check the URL", error.code == "http_404" and "check the URL" in str(error), error)
+    stranger.shutdown()
+
+
 async def async_client() -> None:
     async with AsyncClient(URL) as state:
         key = f"py-{RUN}/async"
@@ -250,8 +300,9 @@ async def async_client() -> None:
 class Proxy:
     """A loopback TCP proxy in front of the server that misbehaves on purpose."""
 
-    def __init__(self, drop_first_response: bool = False, cut_after_bytes_of_response=None):
+    def __init__(self, drop_first_response: bool = False, cut_after_bytes_of_response=None, refuse_for_seconds=0.0):
         self.drop_first_response = drop_first_response
+        self.refuse_until = time.monotonic() + refuse_for_seconds
         self.cut = cut_after_bytes_of_response or (lambda attempt: None)
         self.connections = 0
         host, port = URL.removeprefix("http://").rsplit(":", 1)
@@ -268,6 +319,9 @@ class Proxy:
             threading.Thread(target=self._serve, args=(client, attempt), daemon=True).start()
 
     def _serve(self, client: socket.socket, attempt: int) -> None:
+        if time.monotonic() < self.refuse_until:
+            client.close()
+            return
         upstream = socket.create_connection(self.upstream)
         if self.drop_first_response and attempt == 0:
             request = client.recv(65536)
@@ -312,6 +366,7 @@ def main() -> None:
         watch(state)
     watch_resumes_through_a_dropped_connection()
     a_lost_answer_is_resent_and_applied_once()
+    a_restarting_server_is_waited_out_and_a_stranger_is_not_taken_for_it()
     asyncio.run(async_client())
     print(f"{checks} client checks passed")
 

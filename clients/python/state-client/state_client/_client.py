@@ -52,7 +52,20 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
         problem = response.json()
     except ValueError:
         problem = None
-    raise from_problem(response.status_code, problem, response.text[:200] or response.reason_phrase)
+    if not isinstance(problem, dict) or "code" not in problem:
+        # Not a state server's answer (a proxy's error page, another server at that URL): a 404
+        # from it must not read as "the key is absent".
+        status = response.status_code
+        detail = (f"{response.request.url} answered HTTP {status} ({response.reason_phrase}) without a problem "
+                  f"document: check the URL (is a state server listening there?)")
+        if status in (502, 503, 504):
+            return _raise(UnavailableError(status, "unavailable", detail))
+        return _raise(StateError(status, f"http_{status}", detail))
+    raise from_problem(response.status_code, problem, response.reason_phrase)
+
+
+def _raise(error: StateError) -> dict[str, Any]:
+    raise error
 
 
 def _timeout(base: float, arguments: dict[str, Any]) -> float:
@@ -67,20 +80,35 @@ def _call_request(profile: str, name: str, arguments: dict[str, Any] | None, key
 
 
 def _backoff(attempt: int) -> float:
-    return min(2.0, 0.05 * (2**attempt)) * (0.5 + random.random() / 2)
+    return min(1.0, 0.05 * (2**attempt)) * (0.5 + random.random() / 2)
+
+
+def _last(attempts: int, retries: int | None, deadline: float, pause: float) -> bool:
+    return (retries is not None and attempts > retries) or time.monotonic() + pause >= deadline
+
+
+def _gave_up(error: Exception, url: str, attempts: int, timeout: float) -> StateError:
+    if isinstance(error, StateError):
+        return error
+    return UnavailableError(
+        503, "unavailable",
+        f"could not reach {url} within {timeout:g} s ({attempts} attempts; the last: {error!r}). A write sent may "
+        f"have applied: resend it with the same idempotency_key. Pass a larger timeout= to wait out a server "
+        f"that is restarting.")
 
 
 class Client(Operations):
     """A blocking client. `url` defaults to $STATE_URL, then http://127.0.0.1:7478; `token` to
-    $STATE_TOKEN. `retries` is how many times a call is resent after a dropped connection or an
-    `unavailable` answer (with the same idempotency key, so a write still applies once).
+    $STATE_TOKEN. A call is resent after a dropped connection or an `unavailable` answer (with
+    the same idempotency key, so a write still applies once) until `timeout` seconds have passed
+    in all, which outlasts a server restarting; `retries` caps the resends too, if given.
 
         with Client() as state:
             state.state_set("config/mode", {"fast": True})
             state.state_get("config/mode")["value"]
     """
 
-    def __init__(self, url: str | None = None, *, token: str | None = None, timeout: float = 30.0, retries: int = 5,
+    def __init__(self, url: str | None = None, *, token: str | None = None, timeout: float = 30.0, retries: int | None = None,
                  transport: httpx.BaseTransport | None = None):
         self.url, headers = _settings(url, token)
         self.timeout = timeout
@@ -97,15 +125,19 @@ class Client(Operations):
         self._http.close()
 
     def _send(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Sends `request`, resending it after a dropped connection or an `unavailable` answer."""
-        for attempt in range(self.retries + 1):
+        """Sends `request`, resending it after a dropped connection or an `unavailable` answer
+        until `timeout` seconds have passed in all (or `retries` resends, if given)."""
+        deadline = time.monotonic() + timeout
+        attempts = 0
+        while True:
+            attempts += 1
             try:
-                return _answer(self._http.request(**request, timeout=timeout))
+                return _answer(self._http.request(**request, timeout=max(deadline - time.monotonic(), 0.05)))
             except (httpx.TransportError, UnavailableError) as error:
-                if attempt == self.retries:
-                    raise _unavailable(error) from error
-                time.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
+                pause = _backoff(attempts)
+                if _last(attempts, self.retries, deadline, pause):
+                    raise _gave_up(error, self.url, attempts, timeout) from error
+                time.sleep(pause)
 
     def _call(self, operation: str, arguments: dict[str, Any], idempotency_key: str | None) -> dict[str, Any]:
         key = (idempotency_key or str(uuid.uuid4())) if ROUTES[operation].mutating else None
@@ -134,15 +166,16 @@ class Client(Operations):
 
     def watch(self, *, key: str | None = None, prefix: str | None = None, kind: str | None = None,
               from_revision: int | None = None, include_values: bool = True,
-              idle_timeout: float = 60.0) -> Iterator[dict[str, Any]]:
+              idle_timeout: float = 60.0, reconnect_for: float = 60.0) -> Iterator[dict[str, Any]]:
         """Every change under `key` or `prefix` after `from_revision` (absent: from now on), one
         `{"revision", "events"}` batch per revision, in order, then live ones forever. A dropped
         connection or a stopping server is resumed after the last revision delivered, so nothing
         is skipped or repeated; so is a stream silent for `idle_timeout` seconds (the server sends a
-        keep-alive every 15 s). A watch the server ended for lagging raises WatchLaggedError."""
+        keep-alive every 15 s). It gives up (UnavailableError) after `reconnect_for` seconds without
+        a connection. A watch the server ended for lagging raises WatchLaggedError."""
         resume = Resume(from_revision)
         params = _watch_params(key, prefix, kind, include_values)
-        failures = 0
+        failures, failing_since = 0, None
         while True:
             try:
                 with self._http.stream("GET", "/v1/watch", params=params, headers=resume.headers(),
@@ -156,16 +189,17 @@ class Client(Operations):
                         if event is None:
                             continue
                         batch = resume.take(event)
-                        failures = 0
+                        failures, failing_since = 0, None
                         if batch is not None:
                             yield batch
             except (httpx.TransportError, StateError) as error:
                 if isinstance(error, StateError) and not resumable(error):
                     raise
-                if failures == self.retries:
-                    raise _unavailable(error) from error
-                time.sleep(_backoff(failures))
+                failing_since = failing_since or time.monotonic()
+                if time.monotonic() - failing_since > reconnect_for:
+                    raise _gave_up(error, self.url, failures + 1, reconnect_for) from error
                 failures += 1
+                time.sleep(_backoff(failures))
 
 
 class AsyncClient(AsyncOperations):
@@ -177,7 +211,7 @@ class AsyncClient(AsyncOperations):
                 ...
     """
 
-    def __init__(self, url: str | None = None, *, token: str | None = None, timeout: float = 30.0, retries: int = 5,
+    def __init__(self, url: str | None = None, *, token: str | None = None, timeout: float = 30.0, retries: int | None = None,
                  transport: httpx.AsyncBaseTransport | None = None):
         self.url, headers = _settings(url, token)
         self.timeout = timeout
@@ -195,14 +229,17 @@ class AsyncClient(AsyncOperations):
 
     async def _send(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         """As `Client._send`."""
-        for attempt in range(self.retries + 1):
+        deadline = time.monotonic() + timeout
+        attempts = 0
+        while True:
+            attempts += 1
             try:
-                return _answer(await self._http.request(**request, timeout=timeout))
+                return _answer(await self._http.request(**request, timeout=max(deadline - time.monotonic(), 0.05)))
             except (httpx.TransportError, UnavailableError) as error:
-                if attempt == self.retries:
-                    raise _unavailable(error) from error
-                await asyncio.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
+                pause = _backoff(attempts)
+                if _last(attempts, self.retries, deadline, pause):
+                    raise _gave_up(error, self.url, attempts, timeout) from error
+                await asyncio.sleep(pause)
 
     async def _call(self, operation: str, arguments: dict[str, Any], idempotency_key: str | None) -> dict[str, Any]:
         key = (idempotency_key or str(uuid.uuid4())) if ROUTES[operation].mutating else None
@@ -229,11 +266,11 @@ class AsyncClient(AsyncOperations):
 
     async def watch(self, *, key: str | None = None, prefix: str | None = None, kind: str | None = None,
                     from_revision: int | None = None, include_values: bool = True,
-                    idle_timeout: float = 60.0) -> AsyncIterator[dict[str, Any]]:
+                    idle_timeout: float = 60.0, reconnect_for: float = 60.0) -> AsyncIterator[dict[str, Any]]:
         """As `Client.watch`, with `async for`."""
         resume = Resume(from_revision)
         params = _watch_params(key, prefix, kind, include_values)
-        failures = 0
+        failures, failing_since = 0, None
         while True:
             try:
                 async with self._http.stream("GET", "/v1/watch", params=params, headers=resume.headers(),
@@ -247,16 +284,17 @@ class AsyncClient(AsyncOperations):
                         if event is None:
                             continue
                         batch = resume.take(event)
-                        failures = 0
+                        failures, failing_since = 0, None
                         if batch is not None:
                             yield batch
             except (httpx.TransportError, StateError) as error:
                 if isinstance(error, StateError) and not resumable(error):
                     raise
-                if failures == self.retries:
-                    raise _unavailable(error) from error
-                await asyncio.sleep(_backoff(failures))
+                failing_since = failing_since or time.monotonic()
+                if time.monotonic() - failing_since > reconnect_for:
+                    raise _gave_up(error, self.url, failures + 1, reconnect_for) from error
                 failures += 1
+                await asyncio.sleep(_backoff(failures))
 
 
 def _watch_params(key: str | None, prefix: str | None, kind: str | None, include_values: bool) -> dict[str, str]:
@@ -265,9 +303,3 @@ def _watch_params(key: str | None, prefix: str | None, kind: str | None, include
         if value is not None:
             params[name] = value
     return params
-
-
-def _unavailable(error: Exception) -> StateError:
-    if isinstance(error, StateError):
-        return error
-    return UnavailableError(503, "unavailable", f"could not reach the server: {error!r}")

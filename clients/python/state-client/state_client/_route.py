@@ -24,10 +24,14 @@ class Route:
             value = arguments.get(name)
             if value is None:
                 raise TypeError(f"missing required argument `{name}`")
+            text = str(value)
+            if not text:
+                raise ValueError(f"`{name}` must not be empty")
             # An id that ends the path may hold `/` (the server takes the rest of the path);
             # one in the middle is a single segment.
             rest_of_path = path.endswith("{" + name + "}")
-            path = path.replace("{" + name + "}", quote(str(value), safe="/" if rest_of_path else ""))
+            parts = text.split("/") if rest_of_path else [text]
+            path = path.replace("{" + name + "}", "/".join(_segment(part) for part in parts))
         return path
 
     def params(self, arguments: dict[str, Any]) -> dict[str, str]:
@@ -54,3 +58,10 @@ class Route:
             skip = set(self.path)
             return True, {k: v for k, v in arguments.items() if v is not None and k not in skip}
         return False, None
+
+
+def _segment(part: str) -> str:
+    """One path segment, percent-encoded. `.` and `..` are encoded too: sent as they are, the
+    HTTP stack would collapse them (`tmp/../important` would reach `important`)."""
+    encoded = quote(part, safe="")
+    return encoded.replace(".", "%2E") if part in (".", "..") else encoded
