@@ -324,8 +324,7 @@ class Proxy:
             return
         upstream = socket.create_connection(self.upstream)
         if self.drop_first_response and attempt == 0:
-            request = client.recv(65536)
-            upstream.sendall(request)
+            upstream.sendall(whole_request(client))
             upstream.recv(65536)  # the server answered: the write is done; the client never hears
             client.close()
             upstream.close()
@@ -351,6 +350,29 @@ class Proxy:
 
         threading.Thread(target=pump, args=(client, upstream, None), daemon=True).start()
         pump(upstream, client, limit)
+
+
+def whole_request(client: socket.socket) -> bytes:
+    """One HTTP request as the client sent it, however many reads it takes: its head, then as
+    many body bytes as its Content-Length says."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = client.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        chunk = client.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
 
 
 def main() -> None:
