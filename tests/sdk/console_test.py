@@ -26,6 +26,7 @@ SHOTS = Path(os.environ["SCREENSHOTS"])
 XSS_KEY = 'team-a/<script>alert("key")</script>'
 XSS_VALUE = '"><img src=x onerror=alert("value")>'
 BIDI_KEY = "team-a/invoice\u202egnp.exe"
+PLANTED = "team-a/../team-b/secret"
 checks = 0
 
 
@@ -48,7 +49,8 @@ def rest(method, path, body=None, token=ADMIN):
 
 
 def quoted(key):
-    return urllib.request.quote(key, safe="/")
+    """A key as a path: each segment encoded, `.` and `..` too (else they would be collapsed)."""
+    return "/".join(p.replace(".", "%2E") if p in (".", "..") else urllib.request.quote(p, safe="") for p in key.split("/"))
 
 
 def seed():
@@ -58,6 +60,8 @@ def seed():
     rest("PUT", "/v1/kv/team-b/secret", "team-b only")
     rest("PUT", f"/v1/kv/{quoted(XSS_KEY)}", XSS_VALUE)
     rest("PUT", f"/v1/kv/{quoted(BIDI_KEY)}", "bidi")
+    # Planted by a team-a writer: a key whose name reads like a path into team-b.
+    rest("PUT", f"/v1/kv/{quoted(PLANTED)}", "bait", token=TEAM_A)
     build = rest("POST", "/v1/workflows", {"name": "build", "tags": {"team": "a"}})["run_id"]
     rest("POST", "/v1/workflows", {"name": "deploy", "depends_on": [build]})
     rest("POST", "/v1/workflows", {"name": '<img src=x onerror=alert("run")>'})
@@ -175,6 +179,14 @@ def main():
         admin.view("runs", "Runs")
         check("a run name holding markup shows as text", 'onerror=alert("run")' in admin.page.inner_text("main"))
         check("no markup from the store ran", not admin.dialogs and admin.page.locator("main img").count() == 0, admin.dialogs)
+
+        # A key named like a path into another prefix is that key: deleting it deletes it alone.
+        admin.view(f"keys?{urllib.parse.urlencode({'prefix': 'team-a/', 'key': PLANTED})}", "Keys")
+        check("a key with dot segments shows its own value", "bait" in admin.page.inner_text("main"), admin.page.inner_text("main")[:300])
+        admin.page.click("main button:text('Delete')")
+        admin.page.click("#confirm-ok")
+        admin.page.wait_for_selector("main p:text('does not exist')", timeout=5000)
+        check("deleting it deletes it, not the key it reads like", rest("GET", "/v1/kv/team-b/secret")["value"] == "team-b only")
 
         # An action: confirmed, done, recorded.
         admin.view("keys?prefix=team-a%2F&key=team-a%2Fdoomed", "Keys")

@@ -11,8 +11,9 @@ const PAGE = 100;
 // ---- DOM --------------------------------------------------------------------------------
 
 // Bidi controls in stored text would reorder what is shown around them ("invoice\u202Egnp.exe"
-// reads "invoiceexe.png"): they are shown as their code points instead.
-const BIDI = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+// reads "invoiceexe.png"), and zero-width ones hide inside look-alike names ("adm\u200Bin"):
+// both are shown as their code points instead.
+const BIDI = /[\u061C\u200B-\u200F\u202A-\u202E\u2060\u2066-\u2069\uFEFF]/g;
 const visible = (text) => text.replace(BIDI, (c) => `⟨U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}⟩`);
 
 function h(tag, attrs, ...children) {
@@ -83,14 +84,23 @@ async function api(method, path, { query, body } = {}) {
   const text = await response.text();
   const parsed = text ? JSON.parse(text) : {};
   if (response.status === 401) {
-    showLogin("This server needs a token.");
+    showLogin(sessionStorage.getItem(TOKEN_KEY) ? "That token is not one this server knows." : "This server needs a token.");
     throw new ApiError(401, parsed);
   }
   if (!response.ok) throw new ApiError(response.status, parsed);
   return parsed;
 }
 
-const keyPath = (key) => key.split("/").map(encodeURIComponent).join("/");
+// An operation by name through the seam (`/v1/call/native/...`), its arguments in the body.
+// Keys go this way, never in a path: URL parsing collapses `.` and `..` segments (even
+// percent-encoded), and a request for `team-a/../team-b/secret` would reach `team-b/secret`.
+const OUTCOME_STATUS = { not_found: 404, conflict: 412, fenced: 409, forbidden: 403, invalid: 400, unavailable: 503 };
+async function callOp(name, args) {
+  const reply = await api("POST", `/v1/call/native/${name}`, { body: args });
+  if (reply.outcome === "ok") return reply.result;
+  const status = OUTCOME_STATUS[reply.outcome] || 500;
+  throw new ApiError(status, { code: reply.outcome, detail: reply.error?.message || reply.outcome, result: reply.result });
+}
 
 // ---- routing ----------------------------------------------------------------------------
 
@@ -133,10 +143,18 @@ async function render() {
 // A change anywhere redraws the view shown, at most every 200 ms, unless a form in it is
 // being filled in.
 let redraw = null;
+let stale = false;
 function refreshSoon() {
-  if (redraw || document.querySelector("dialog[open]") || main.contains(document.activeElement) && document.activeElement.tagName === "INPUT") return;
+  if (redraw) return;
+  // Not under a dialog or a field being filled in: noted, and done when they close.
+  if (document.querySelector("dialog[open]") || (main.contains(document.activeElement) && document.activeElement.tagName === "INPUT")) {
+    stale = true;
+    return;
+  }
+  stale = false;
   redraw = setTimeout(() => { redraw = null; render(); }, 200);
 }
+main.addEventListener("focusout", () => { if (stale) setTimeout(refreshSoon, 0); });
 
 // ---- actions ----------------------------------------------------------------------------
 
@@ -144,7 +162,7 @@ const dialog = document.getElementById("confirm");
 
 // Asks before every change, with the fields it needs; resolves with their values or null.
 function confirmAction(text, fields = []) {
-  document.getElementById("confirm-text").textContent = text;
+  document.getElementById("confirm-text").textContent = visible(text);
   const inputs = fields.map(([name, label, value]) => h("input", { name, value: value || "", "aria-label": label, placeholder: label }));
   document.getElementById("confirm-fields").replaceChildren(...inputs.map((input, i) => h("label", {}, fields[i][1], input)));
   dialog.returnValue = "";
@@ -152,6 +170,7 @@ function confirmAction(text, fields = []) {
   return new Promise((resolve) => {
     dialog.addEventListener("close", () => {
       resolve(dialog.returnValue === "ok" ? Object.fromEntries(inputs.map((i) => [i.name, i.value])) : null);
+      if (stale) setTimeout(refreshSoon, 0);
     }, { once: true });
   });
 }
@@ -161,10 +180,14 @@ async function act(text, fields, call) {
   if (!values) return;
   try {
     await call(values);
-    render();
   } catch (error) {
-    alert(`Refused: ${error.message}`);
+    const now = error.problem?.result?.version;
+    const why = error.status === 412 || error.problem?.code === "conflict"
+      ? `it changed since this page showed it${now ? ` (it is at version ${now} now)` : ""}: look again and retry`
+      : error.message;
+    alert(visible(`Refused: ${why}`));
   }
+  render();
 }
 
 // What the token may do and see (`/v1/whoami`): without the write right the console shows no
@@ -188,6 +211,7 @@ views.overview = async () => {
   ]);
   const byStatus = {};
   for (const run of runs?.runs || []) byStatus[run.state || run.run_status] = (byStatus[run.state || run.run_status] || 0) + 1;
+  const more = runs?.next_cursor ? "+" : "";
   const dead = (queues?.queues || []).filter((q) => q.queue.endsWith(".dead") && q.visible > 0);
   const card = (label, value) => h("div", { class: "card" }, h("div", { class: "value" }, value), h("div", { class: "label" }, label));
   const rate = writeRate.perSecond();
@@ -202,9 +226,11 @@ views.overview = async () => {
       card("leases held", leases ? leases.leases.length : "—"),
       card("dead letters", dead.reduce((n, q) => n + q.visible, 0))),
     h("h2", {}, "Runs"),
-    Object.keys(byStatus).length
-      ? h("p", {}, Object.entries(byStatus).map(([status, n]) => link("runs", { status }, chip(`${status} ${n}`, `s-${status}`))))
-      : h("p", { class: "muted" }, "No runs."),
+    !wholeStore() ? h("p", { class: "muted" }, "Runs are listed for tokens that read the whole store.")
+      : Object.keys(byStatus).length
+        ? h("p", {}, Object.entries(byStatus).map(([status, n]) =>
+          link("runs", { status: status === "claimable" ? "pending" : status }, chip(`${status} ${n}${more}`, `s-${status}`))))
+        : h("p", { class: "muted" }, "No runs."),
     h("h2", {}, "Recent changes"),
     feedList(activity.slice(0, 10)),
     h("p", { class: "muted" }, `Server ${health.server_version}, up ${Math.round(health.uptime_seconds)} s; ${health.writes?.commits ?? 0} commits.`));
@@ -221,7 +247,8 @@ views.keys = async ({ prefix = wholeStore() ? "" : me.prefixes[0], key, cursor, 
     if (cut >= 0) folders.set(prefix + rest.slice(0, cut + 1), (folders.get(prefix + rest.slice(0, cut + 1)) || 0) + 1);
     else leaves.push(entry);
   }
-  const up = prefix ? prefix.slice(0, prefix.slice(0, -1).lastIndexOf("/") + 1) : null;
+  const root = wholeStore() ? "" : me.prefixes[0];
+  const up = prefix && prefix !== root ? prefix.slice(0, prefix.slice(0, -1).lastIndexOf("/") + 1) : null;
   const list = h("div", { class: "list" },
     up !== null ? link("keys", { prefix: up }, "↑ ..") : null,
     [...folders].map(([folder, n]) => link("keys", { prefix: folder }, `${folder.slice(prefix.length)} `, h("span", { class: "muted" }, `(${n}${page.next_cursor ? "+" : ""})`))),
@@ -236,14 +263,30 @@ views.keys = async ({ prefix = wholeStore() ? "" : me.prefixes[0], key, cursor, 
 async function keyDetail(key, prefix, version) {
   let entry;
   try {
-    entry = await api("GET", `/v1/kv/${keyPath(key)}`, { query: { version } });
+    entry = await callOp("state_get", { key, version: version === undefined ? undefined : Number(version) });
   } catch (error) {
     if (error.status === 404) return h("p", { class: "muted" }, `${key} does not exist (any more).`);
     throw error;
   }
-  const history = await api("GET", "/v1/history", { query: { key, n: 50 } });
+  // Versions without their values (a large value would come once per version and redraw); a
+  // diff fetches its two versions when it is opened.
+  const history = await api("GET", "/v1/history", { query: { key, n: 50, include_values: false } });
   const puts = history.events.filter((e) => e.op === "put");
   const previous = (event) => puts[puts.indexOf(event) - 1];
+  const lazyDiff = (before, after) => {
+    const box = h("div", {}, h("p", { class: "muted" }, "Loading…"));
+    const details = h("details", { ontoggle: async () => {
+      if (!details.open || box.dataset.loaded) return;
+      box.dataset.loaded = "1";
+      try {
+        const [a, b] = await Promise.all([before, after].map((v) => callOp("state_get", { key, version: v })));
+        box.replaceChildren(diff(a.value, b.value));
+      } catch (error) {
+        box.replaceChildren(h("p", { class: "error" }, error.message));
+      }
+    } }, h("summary", {}, "diff"), box);
+    return details;
+  };
   return h("div", {},
     h("h2", {}, key),
     h("p", {}, chip(`version ${entry.version}`), chip(`revision ${entry.mod_revision}`),
@@ -252,7 +295,7 @@ async function keyDetail(key, prefix, version) {
     version ? h("p", {}, `Shown at version ${version}. `, link("keys", { prefix, key }, "current")) : null,
     json(entry.value),
     version ? null : action("Delete", () => act(`Delete ${key} (version ${entry.version})? Refused if it changed since.`, [], () =>
-      api("DELETE", `/v1/kv/${keyPath(key)}`, { query: { expected_version: entry.version } })), "danger"),
+      callOp("state_delete", { key, expected_version: entry.version })), "danger"),
     h("h2", {}, "History"),
     table([
       ["revision", (e) => e.revision, "num"],
@@ -260,7 +303,7 @@ async function keyDetail(key, prefix, version) {
       ["change", (e) => e.op],
       ["when", (e) => when(e.time)],
       ["", (e) => e.op === "put" ? [link("keys", { prefix, key, version: e.version }, "view"), " ",
-        previous(e) ? h("details", {}, h("summary", {}, "diff"), diff(previous(e).value, e.value)) : null] : null],
+        previous(e) ? lazyDiff(previous(e).version, e.version) : null] : null],
     ], [...history.events].reverse()));
 }
 
@@ -285,8 +328,9 @@ function diff(before, after) {
 const STATUSES = ["", "pending", "running", "completed", "failed", "cancelled", "waiting", "delayed", "blocked", "parked"];
 
 views.runs = async ({ status = "", name = "", tag = "", run, cursor }) => {
-  if (!wholeStore() && !run) {
-    return h("section", {}, h("h1", {}, "Runs"), h("p", { class: "muted" }, "Runs are listed for tokens that read the whole store; open one by its link."));
+  if (!wholeStore()) {
+    return h("section", {}, h("h1", {}, "Runs"),
+      run ? await runDetail(run) : h("p", { class: "muted" }, "Runs are listed for tokens that read the whole store; open one by its link."));
   }
   const tags = tag.includes("=") ? JSON.stringify({ [tag.split("=")[0]]: tag.split("=").slice(1).join("=") }) : undefined;
   const page = wholeStore() ? await api("GET", "/v1/workflows", { query: { status, name, tags, limit: 500, cursor } }) : { runs: [] };
@@ -329,10 +373,10 @@ async function runDetail(id) {
       run.lease_expires_at ? chip(h("span", {}, "lease ", countdown(run.lease_expires_at))) : null,
       (run.waiting_on || []).map((d) => link("runs", { run: d }, chip(`waits on ${d}`))),
       run.blocked_by ? chip(`blocked by ${run.blocked_by}`) : null,
-      run.awaiting_signal ? chip(`awaits signal ${run.awaiting_signal}`) : null,
+      run.awaiting_signal && !finished ? chip(`awaits signal ${run.awaiting_signal}`) : null,
       run.error ? h("span", { class: "error" }, ` ${run.error}`) : null),
     h("p", {}, finished ? null : [
-      action("Cancel", () => act(`Cancel run ${run.run_id}? Its worker's later writes are refused.`, [["reason", "reason", "cancelled from the console"]],
+      action("Cancel", () => act(`Cancel run “${run.name}” (${run.run_id})? Its worker's later writes are refused.`, [["reason", "reason", "cancelled from the console"]],
         ({ reason }) => api("POST", `/v1/workflows/${encodeURIComponent(id)}/cancel`, { body: { reason, agent_id: "console" } })), "danger"), " ",
       action("Send a signal", () => act(`Send run ${run.run_id} a signal.`, [["name", "signal name", run.awaiting_signal || ""], ["value", "value (JSON)", "true"]],
         ({ name, value }) => api("POST", `/v1/workflows/${encodeURIComponent(id)}/signal`, { body: { name, value: parseJson(value), sender: "console" } })))]),
@@ -347,8 +391,13 @@ async function runDetail(id) {
     ], history.events));
 }
 
+// A signal's value is JSON; text that is not is refused here rather than sent as a string.
 function parseJson(text) {
-  try { return JSON.parse(text); } catch { return text; }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`the value is not JSON (write a string in quotes: "${text}")`);
+  }
 }
 
 // The runs as a layered graph: a run sits one layer right of the deepest run it waits on.
@@ -428,7 +477,7 @@ views.queues = async ({ queue }) => {
       ["in flight", (q) => q.in_flight, "num"],
       ["delayed", (q) => q.delayed, "num"],
       ["", (q) => q.queue.endsWith(".dead") && q.visible > 0
-        ? action("Requeue all", () => act(`Move the ${q.visible} dead letters of ${q.queue} back to ${q.queue.slice(0, -5)}?`, [],
+        ? action("Requeue all", () => act(`Move ${q.visible > 1000 ? "1,000 of the" : "the"} ${q.visible} dead letters of ${q.queue} back to ${q.queue.slice(0, -5)}, their attempts starting over?`, [],
           () => api("POST", "/v1/queues:redrive", { body: { queue: q.queue.slice(0, -5), limit: 1000, agent_id: "console" } })))
         : null],
     ], list.queues) : h("p", { class: "muted" }, "No queue holds messages."),
@@ -455,14 +504,14 @@ views.paths = async () => {
 
 views.memory = async ({ workspace = "", query = "" }) => {
   const timeline = await api("GET", "/v1/checkpoints:timeline", { query: { range: "7d", workspace } }).catch((e) => ({ error: e.message }));
-  const recalled = query ? await api("GET", "/v1/knowledge:recall", { query: { query } }) : null;
+  const recalled = query ? await api("GET", "/v1/knowledge:recall", { query: { query } }).catch((e) => ({ error: e.message })) : null;
   const form = h("form", { class: "bar", onsubmit: (event) => { event.preventDefault(); location.hash = route("memory", { workspace: event.target.workspace.value, query: event.target.query.value }); } },
     h("input", { name: "workspace", value: workspace, placeholder: "workspace", "aria-label": "workspace" }),
     h("input", { name: "query", value: query, placeholder: "recall notes about…", "aria-label": "recall" }), h("button", {}, "Show"));
   return h("section", {}, h("h1", {}, "Checkpoints and notes"), form,
     h("h2", {}, "Checkpoints, last 7 days"),
-    timeline.error ? h("p", { class: "error" }, timeline.error) : h("pre", {}, timeline.markdown || timeline.text || JSON.stringify(timeline, null, 2)),
-    recalled ? [h("h2", {}, `Notes recalled for “${query}”`), recalled.items.length ? table([
+    timeline.error ? h("p", { class: "error" }, timeline.error) : h("pre", {}, timeline.formatted || JSON.stringify(timeline, null, 2)),
+    recalled?.error ? h("p", { class: "error" }, recalled.error) : recalled ? [h("h2", {}, `Notes recalled for “${query}”`), recalled.items.length ? table([
       ["note", (i) => i.id], ["tokens", (i) => i.tokens, "num"], ["content", (i) => i.content],
     ], recalled.items) : h("p", { class: "muted" }, "Nothing recalled.")] : null);
 };
@@ -499,6 +548,7 @@ async function watch() {
       const recent = await api("GET", "/v1/history", { query: { n: 50 } });
       activity.unshift(...[...recent.events].reverse());
       lastId = String(recent.revision);
+      refreshSoon();
     } catch (error) {
       // History compacted or refused: the feed starts from now.
     }
@@ -515,6 +565,13 @@ async function watch() {
         setLive("off", "polling (this token cannot watch the whole store)");
         setInterval(refreshSoon, 2000);
         return;
+      }
+      if (response.status === 410) {
+        // What happened since the last change seen was compacted away: start from now, and
+        // redraw from the current state (which holds those changes).
+        lastId = null;
+        refreshSoon();
+        continue;
       }
       if (!response.ok || !response.body) throw new Error(`watch answered ${response.status}`);
       watching = true;
@@ -533,7 +590,13 @@ async function watch() {
           buffer = buffer.slice(cut + 1);
           if (line === "") {
             if (event.id !== null) lastId = event.id;
-            if (event.name === "problem") throw new Error("the watch ended");
+            if (event.name === "problem") {
+              const problem = JSON.parse(event.data.join("\n") || "{}");
+              // Lagged: resume after where the server says; anything else: from the last seen.
+              if (problem.resume_after !== undefined) lastId = String(problem.resume_after);
+              refreshSoon();
+              throw new Error("the watch ended");
+            }
             if (event.name === "message" && event.data.length) deliver(JSON.parse(event.data.join("\n")));
             event = { data: [], id: null, name: "message" };
           } else if (line.startsWith("data:")) event.data.push(line.slice(5).trimStart());
@@ -550,11 +613,30 @@ async function watch() {
   }
 }
 
+// The kinds of change each view shows; a change of another kind does not redraw it.
+const CONCERNS = {
+  keys: ["kv"], runs: ["workflow"], leases: ["lease", "semaphore"], queues: ["queue"],
+  paths: ["reservation"], memory: ["checkpoint", "knowledge"],
+};
+let lastOverview = 0;
+
 function deliver(batch) {
   const events = batch.events || [];
   activity.unshift(...[...events].reverse());
   activity.length = Math.min(activity.length, 200);
   writeRate.note(events.length);
+  const { view, params } = current();
+  const kinds = CONCERNS[view];
+  if (view === "keys") {
+    const prefix = params.prefix ?? (wholeStore() ? "" : me.prefixes[0]);
+    if (!events.some((e) => e.kind === "kv" && (e.key.startsWith(prefix) || e.key === params.key))) return;
+  } else if (kinds) {
+    if (!events.some((e) => kinds.includes(e.kind))) return;
+  } else if (view !== "activity") {
+    // The overview counts everything: redrawn at most every 2 s.
+    if (Date.now() - lastOverview < 2000) return;
+    lastOverview = Date.now();
+  }
   refreshSoon();
 }
 

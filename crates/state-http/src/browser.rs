@@ -48,6 +48,19 @@ impl BrowserPolicy {
         self.check_against(headers, check_host, &self.allowed_origins)
     }
 
+    /// Checks a request's Host alone (without tokens): for files that hold no data.
+    pub(crate) fn check_host(&self, headers: &HeaderMap, check_host: bool) -> Result<(), Refusal> {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+        if check_host && !host_allowed(host, &self.allowed_hosts) {
+            return Err(Refusal {
+                status: StatusCode::FORBIDDEN,
+                code: "forbidden_host",
+                detail: format!("this server does not answer to Host `{host}` (a DNS-rebinding guard)"),
+            });
+        }
+        Ok(())
+    }
+
     /// Checks a `/mcp` request's headers: its Host always, its Origin against MCP's list.
     pub(crate) fn check_mcp(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         self.check_against(headers, true, &self.mcp_origins)
@@ -202,7 +215,13 @@ fn same_origin(origin: &str, headers: &HeaderMap) -> bool {
 /// here as well as in rmcp: a request refused there must not have started anything here first
 /// (a `subscriptions/listen` starts its watches before rmcp sees it).
 pub(crate) async fn guard(State(service): State<Service>, request: Request, next: Next) -> Response {
-    let checked = if request.uri().path().starts_with("/mcp") {
+    let page = matches!(*request.method(), axum::http::Method::GET | axum::http::Method::HEAD)
+        && crate::console::is_page(request.uri().path());
+    let checked = if page {
+        // The console's files hold no data: a link to it from another site (a chat, a tracker)
+        // opens it. Everything it then asks for is checked as any request is.
+        service.browser.check_host(request.headers(), service.tokens.is_none())
+    } else if request.uri().path().starts_with("/mcp") {
         service.browser.check_mcp(request.headers())
     } else {
         service.browser.check(request.headers(), service.tokens.is_none())

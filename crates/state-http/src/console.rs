@@ -21,6 +21,11 @@ pub(crate) const ASSETS: [(&str, &str, &[u8]); 3] = [
     ("/console/style.css", "text/css; charset=utf-8", include_bytes!("../console/style.css")),
 ];
 
+/// Whether `path` is one of the console's files.
+pub(crate) fn is_page(path: &str) -> bool {
+    ASSETS.iter().any(|(asset, _, _)| *asset == path)
+}
+
 /// What a console page may load and reach: this origin only.
 pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";

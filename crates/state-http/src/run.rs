@@ -76,7 +76,7 @@ pub async fn run(
     let stopping = CancellationToken::new();
     let app = crate::router(served.api.clone(), &args.config(tools, tokens), stopping.child_token());
     tracing::info!(
-        "state-http {} listening on http://{} (REST /v1, MCP /mcp, /openapi.json, /metrics); {}; auth: {auth}",
+        "state-http {} listening on http://{} (console /, REST /v1, MCP /mcp, /openapi.json, /metrics); {}; auth: {auth}",
         env!("CARGO_PKG_VERSION"),
         listener.local_addr().unwrap_or(args.listen),
         served.what,

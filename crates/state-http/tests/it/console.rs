@@ -25,6 +25,11 @@ fn the_console_shows_the_store_live_to_each_token_as_its_scope_allows() {
     assert_eq!(page.status, 200);
     assert!(policy.contains("script-src 'self'") && !policy.contains("unsafe-inline"), "{policy}");
     expect(&server.client().with_token(TEAM_A).get("/v1/whoami").unwrap(), 200);
+    // A link to the console from another site opens it (its files hold no data); what it then
+    // asks for is refused from there as any request is.
+    let linked = server.client().with_header("Sec-Fetch-Site", "cross-site");
+    assert_eq!(linked.get("/").unwrap().status, 200);
+    assert_eq!(linked.with_token(ADMIN).get("/v1/health").unwrap().status, 403);
 
     let shots = match std::env::var("STATE_CONSOLE_SCREENSHOTS").as_deref() {
         Ok("docs") => repository().join("docs/console"),
