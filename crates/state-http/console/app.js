@@ -209,6 +209,7 @@ views.overview = async () => {
     wholeStore() ? api("GET", "/v1/workflows", { query: { limit: 1000 } }).catch(() => null) : null,
     api("GET", "/v1/queues:list", { query: { limit: 1000, prefix } }).catch(() => null),
   ]);
+  const http = wholeStore() ? await httpFigures() : null;
   const byStatus = {};
   for (const run of runs?.runs || []) byStatus[run.state || run.run_status] = (byStatus[run.state || run.run_status] || 0) + 1;
   const more = runs?.next_cursor ? "+" : "";
@@ -223,6 +224,8 @@ views.overview = async () => {
       card("writes per second (live)", rate === null ? "—" : rate.toFixed(1)),
       card("database", health.database_bytes ? `${(health.database_bytes / 1e6).toFixed(1)} MB` : "—"),
       card(health.owner ? `owner pid ${health.owner.pid}, ${health.owner.clients} clients` : "store", health.backend),
+      card("HTTP reads per second", http?.readsPerSecond ?? "—"),
+      card("failed requests (unavailable, internal) since the last look", http?.newFailures ?? "—"),
       card("leases held", leases ? leases.leases.length : "—"),
       card("dead letters", dead.reduce((n, q) => n + q.visible, 0))),
     h("h2", {}, "Runs"),
@@ -235,6 +238,28 @@ views.overview = async () => {
     feedList(activity.slice(0, 10)),
     h("p", { class: "muted" }, `Server ${health.server_version}, up ${Math.round(health.uptime_seconds)} s; ${health.writes?.commits ?? 0} commits.`));
 };
+
+// Figures from /metrics (for tokens that read the whole store): GET requests per second and
+// requests that failed on the server's side, each since the previous look.
+let lastMetrics = null;
+async function httpFigures() {
+  const response = await fetch("/metrics", { headers: authHeaders() }).catch(() => null);
+  if (!response || !response.ok) return null;
+  let reads = 0, failures = 0;
+  for (const line of (await response.text()).split("\n")) {
+    const match = line.match(/^state_http_requests_total\{([^}]*)\} (\d+(?:\.\d+)?)$/);
+    if (!match) continue;
+    const count = Number(match[2]);
+    if (/method="GET"/.test(match[1])) reads += count;
+    if (/outcome="(unavailable|internal)"/.test(match[1])) failures += count;
+  }
+  const now = { at: Date.now(), reads, failures };
+  const before = lastMetrics;
+  lastMetrics = now;
+  if (!before) return { readsPerSecond: "…", newFailures: failures };
+  const seconds = Math.max((now.at - before.at) / 1000, 0.001);
+  return { readsPerSecond: ((reads - before.reads) / seconds).toFixed(1), newFailures: failures - before.failures };
+}
 
 views.keys = async ({ prefix = wholeStore() ? "" : me.prefixes[0], key, cursor, version }) => {
   const page = await api("GET", "/v1/kv", { query: { prefix, limit: PAGE, cursor } });
