@@ -137,7 +137,8 @@ def main():
     build = seed()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=os.environ["CHROMIUM"], args=["--no-sandbox"])
-        admin = Watched(browser.new_context(viewport={"width": 1280, "height": 800}))
+        admin_context = browser.new_context(viewport={"width": 1280, "height": 800})
+        admin = Watched(admin_context)
         admin.sign_in(ADMIN)
         check("the admin token signs in and the watch goes live", admin.page.locator("#live.on").count() == 1)
         for hash_, heading in [("", "Overview"), ("keys?prefix=team-a%2F&key=team-a%2Fconfig", "Keys"),
@@ -168,6 +169,22 @@ def main():
         check(f"a write by a state-mcp process appears in the open view ({seen * 1000:.0f} ms)", seen < 1.0, seen)
         writer.stdin.close()
         writer.wait(timeout=10)
+
+        # Seven more tabs of one browser (which allows six connections per host): one watch
+        # serves them all, so each loads, goes live, and sees a write.
+        tabs = []
+        for _ in range(7):
+            tab = Watched(admin_context)
+            tab.sign_in(ADMIN)
+            tab.view("keys?prefix=team-a%2Flive%2F", "Keys")
+            tabs.append(tab)
+        check("seven more tabs all load and go live", all(t.page.locator("#live.on").count() == 1 for t in tabs))
+        rest("PUT", "/v1/kv/team-a/live/seen-by-every-tab", 1)
+        for tab in tabs:
+            tab.page.wait_for_selector("main .list a:text('seen-by-every-tab')", timeout=5000)
+        check("a write shows in every tab", True)
+        for tab in tabs:
+            tab.page.close()
 
         # Hostile text is text.
         admin.view(f"keys?{urllib.parse.urlencode({'prefix': 'team-a/', 'key': XSS_KEY})}", "Keys")

@@ -564,20 +564,52 @@ const writeRate = {
   perSecond() { return watching ? this.stamps.filter((t) => Date.now() - t < 10000).length / 10 : null; },
 };
 
-async function watch() {
-  let lastId = null;
-  let failures = 0;
+// The revision of the last change this tab has seen: where a watch resumes.
+let lastSeen = null;
+
+// One watch per token for all the tabs of a browser: browsers allow six HTTP/1.1 connections
+// per host, and a watch holds one, so a seventh tab's requests would wait for ever. The tab
+// holding a lock (Web Locks) watches and passes each change to the others (BroadcastChannel);
+// when it closes, another takes over from the last change it saw. Where the page is not a
+// secure context (http to another host) those APIs are absent and each tab watches.
+let channel = null;
+async function startLive() {
   // The feed starts with the latest changes, and the watch goes on from them: no gap.
   if (wholeStore()) {
     try {
       const recent = await api("GET", "/v1/history", { query: { n: 50 } });
       activity.unshift(...[...recent.events].reverse());
-      lastId = String(recent.revision);
+      lastSeen = String(recent.revision);
       refreshSoon();
     } catch (error) {
       // History compacted or refused: the feed starts from now.
     }
   }
+  if (!navigator.locks || !window.BroadcastChannel || !crypto.subtle) return watch();
+  const token = sessionStorage.getItem(TOKEN_KEY) || "";
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)));
+  const id = [...digest.slice(0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  channel = new BroadcastChannel(`state-console:${id}`);
+  channel.onmessage = ({ data }) => {
+    // A tab that opens asks who watches; the watching one says how its watch is.
+    if (data.hello && watching) channel.postMessage({ live: "on", text: "live (through another tab)" });
+    if (data.batch) deliver(data.batch);
+    if (data.live) setLive(data.live, data.text, false);
+    if (data.poll) startPolling();
+  };
+  setLive("on", "live (through another tab)", false);
+  channel.postMessage({ hello: true });
+  return navigator.locks.request(`state-console-watch:${id}`, () => watch());
+}
+
+let polling = null;
+function startPolling() {
+  polling ||= setInterval(refreshSoon, 2000);
+}
+
+async function watch() {
+  let lastId = lastSeen;
+  let failures = 0;
   for (;;) {
     try {
       const headers = { ...authHeaders(), Accept: "text/event-stream" };
@@ -588,7 +620,8 @@ async function watch() {
       if (response.status === 401 || response.status === 403) {
         watching = false;
         setLive("off", "polling (this token cannot watch the whole store)");
-        setInterval(refreshSoon, 2000);
+        startPolling();
+        channel?.postMessage({ poll: true });
         return;
       }
       if (response.status === 410) {
@@ -622,7 +655,11 @@ async function watch() {
               refreshSoon();
               throw new Error("the watch ended");
             }
-            if (event.name === "message" && event.data.length) deliver(JSON.parse(event.data.join("\n")));
+            if (event.name === "message" && event.data.length) {
+              const batch = JSON.parse(event.data.join("\n"));
+              deliver(batch);
+              channel?.postMessage({ batch });
+            }
             event = { data: [], id: null, name: "message" };
           } else if (line.startsWith("data:")) event.data.push(line.slice(5).trimStart());
           else if (line.startsWith("id:")) event.id = line.slice(3).trim();
@@ -647,6 +684,7 @@ let lastOverview = 0;
 
 function deliver(batch) {
   const events = batch.events || [];
+  if (batch.revision !== undefined) lastSeen = String(batch.revision);
   activity.unshift(...[...events].reverse());
   activity.length = Math.min(activity.length, 200);
   writeRate.note(events.length);
@@ -665,9 +703,10 @@ function deliver(batch) {
   refreshSoon();
 }
 
-function setLive(state, text) {
+function setLive(state, text, share = true) {
   live.className = `live ${state}`;
   live.textContent = text;
+  if (share) channel?.postMessage({ live: state, text: `${text} (through another tab)` });
 }
 
 // ---- sign-in ----------------------------------------------------------------------------
@@ -709,9 +748,9 @@ async function start() {
   if (!started) {
     started = true;
     window.addEventListener("hashchange", render);
-    watch();
+    startLive();
     // Runs, leases and queues of a scoped token are not in its watch: those views poll.
-    if (!wholeStore()) setInterval(refreshSoon, 3000);
+    if (!wholeStore()) startPolling();
   }
   render();
 }
