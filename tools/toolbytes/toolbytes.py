@@ -18,7 +18,7 @@ from pathlib import Path
 CHOICES = [
     "", "--tools all", "--tools kv", "--tools lease", "--tools semaphore", "--tools paths", "--tools queue", "--tools workflow", "--tools session",
     "--tools admin", "--tools watch", "--tools checkpoint", "--tools knowledge", "--tools transfer",
-    "--compat agentcheckpoint", "--compat sidecar", "--compat caxton", "--compat sage", "--compat goldfish",
+    "--compat agentcheckpoint", "--compat sidecar", "--compat caxton", "--compat sage", "--compat goldfish", "--compat memory",
 ]
 
 
