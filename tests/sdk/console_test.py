@@ -62,6 +62,9 @@ def seed():
     rest("PUT", f"/v1/kv/{quoted(BIDI_KEY)}", "bidi")
     # Planted by a team-a writer: a key whose name reads like a path into team-b.
     rest("PUT", f"/v1/kv/{quoted(PLANTED)}", "bait", token=TEAM_A)
+    # More keys in one folder than a page holds.
+    for i in range(120):
+        rest("PUT", f"/v1/kv/team-a/many/k{i:03}", i)
     build = rest("POST", "/v1/workflows", {"name": "build", "tags": {"team": "a"}})["run_id"]
     rest("POST", "/v1/workflows", {"name": "deploy", "depends_on": [build]})
     rest("POST", "/v1/workflows", {"name": '<img src=x onerror=alert("run")>'})
@@ -151,6 +154,19 @@ def main():
             check(f"{heading} loads", admin.page.locator("main .error").count() == 0, admin.page.inner_text("main")[:300])
         check("no console error on any view", not admin.errors, (admin.errors, admin.refused))
         check("no request left the origin", not admin.foreign, admin.foreign)
+
+        # The key tree: one level at a time, folders as one line each, pages of 100.
+        admin.view("keys?prefix=team-a%2F", "Keys")
+        lines = admin.page.locator("main .list a").all_inner_texts()
+        check("a folder of 120 keys is one line of its parent", sum(t.startswith("many/") for t in lines) == 1, lines)
+        admin.view("keys?prefix=team-a%2Fmany%2F", "Keys")
+        first = admin.page.locator("main .list a").all_inner_texts()
+        check("a folder lists its first 100 keys and a next page", "k099" in first and "k100" not in first and "next page…" in first,
+              first[-3:])
+        admin.page.click("main .list a:text('next page…')")
+        admin.page.wait_for_selector("main .list a:text('k119')", timeout=5000)
+        rest_of_it = admin.page.locator("main .list a").all_inner_texts()
+        check("the next page holds the rest", "k100" in rest_of_it and "k099" not in rest_of_it, rest_of_it[:3])
 
         # The run's timeline and the dependency graph.
         admin.view(f"runs?run={build}", "Runs")

@@ -371,7 +371,7 @@ pub(crate) fn redact(principal: &Principal, op: Operation, mut result: Value) ->
         && !principal.reads_whole_store()
         && let Some(fields) = result.as_object_mut()
     {
-        for store_wide in ["keys", "database_bytes", "owner", "writes"] {
+        for store_wide in ["keys", "database_bytes", "owner", "writes", "watchers", "replicas"] {
             fields.remove(store_wide);
         }
     }

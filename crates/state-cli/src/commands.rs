@@ -764,6 +764,7 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
                 include_values: *values,
                 limit: Some(state_core::limits::MAX_PAGE),
                 cursor: None,
+                delimiter: None,
             };
             typed(Op::StateList, request)
         }

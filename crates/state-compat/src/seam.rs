@@ -203,7 +203,13 @@ pub(crate) async fn all_keys<S: Seam>(seam: &S, prefix: &str) -> Result<Vec<List
     let mut entries = Vec::new();
     let mut cursor = None;
     loop {
-        let request = ListRequest { prefix: prefix.to_owned(), limit: Some(MAX_PAGE), cursor, include_values: false };
+        let request = ListRequest {
+            prefix: prefix.to_owned(),
+            limit: Some(MAX_PAGE),
+            cursor,
+            include_values: false,
+            delimiter: None,
+        };
         let page = seam.call(native::LIST, request).await?;
         entries.extend(page.entries);
         match page.next_cursor {

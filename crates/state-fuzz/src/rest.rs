@@ -40,6 +40,7 @@ fn routers() -> &'static [Router; 2] {
                 allowed_origins: vec!["https://app.example.com".into()],
                 mcp_origins: vec!["http://localhost:*".into()],
             },
+            console: true,
             max_body_bytes: 1024 * 1024,
             request_timeout: Duration::from_secs(5),
             keep_alive: Duration::from_secs(15),

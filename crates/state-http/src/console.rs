@@ -30,9 +30,10 @@ pub(crate) fn is_page(path: &str) -> bool {
 pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-pub(crate) fn router() -> Router<Service> {
+/// `/v1/whoami`, and the console's files unless `serve_files` is false (`--no-console`).
+pub(crate) fn router(serve_files: bool) -> Router<Service> {
     let mut router = Router::new().route("/v1/whoami", get(whoami));
-    for (path, content_type, body) in ASSETS {
+    for (path, content_type, body) in ASSETS.into_iter().filter(|_| serve_files) {
         router = router.route(path, get(move || async move { asset(content_type, body) }));
     }
     router

@@ -39,6 +39,10 @@ pub struct ServeArgs {
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_host: Vec<String>,
 
+    /// Serve no web console at / (the API, /mcp and /metrics stay)
+    #[arg(long, env = "STATE_HTTP_NO_CONSOLE")]
+    pub no_console: bool,
+
     /// Largest request body; larger ones get 413 and change nothing
     #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_body_bytes: usize,
@@ -113,6 +117,7 @@ impl ServeArgs {
                 allowed_origins: self.allow_origin.clone(),
                 mcp_origins: mcp_origins(&self.allow_origin),
             },
+            console: !self.no_console,
             max_body_bytes: self.max_body_bytes,
             request_timeout: self.request_timeout,
             keep_alive: self.keep_alive,

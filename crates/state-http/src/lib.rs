@@ -72,6 +72,8 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Host names and browser origins answered, on every route.
     pub browser: BrowserPolicy,
+    /// Whether `/` serves the web console.
+    pub console: bool,
     /// Largest request body, for REST and /mcp alike; larger ones get 413 and change nothing.
     pub max_body_bytes: usize,
     /// Longest time a REST request may take, its body included, on top of what its operation
@@ -102,7 +104,7 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
     let document = Arc::new(openapi::document(&config.mcp.options));
     let app = Router::new()
         .merge(rest)
-        .merge(console::router())
+        .merge(console::router(config.console))
         .merge(rest::watch::router())
         .route("/openapi.json", get(move || async move { axum::Json(Arc::clone(&document)).into_response() }))
         .route("/healthz", get(metrics::healthz))

@@ -112,11 +112,13 @@ impl Metrics {
         gauge(&mut out, "state_up", "Whether the store answered state_health.", if up { 1.0 } else { 0.0 });
         if let Some(health) = health {
             let number = |path: &[&str]| path.iter().try_fold(health, |v, k| v.get(k)).and_then(Value::as_f64);
-            let figures: [(&str, &str, &str, &[&str]); 10] = [
+            let figures: [(&str, &str, &str, &[&str]); 12] = [
                 ("state_revision", "gauge", "The store's current revision.", &["revision"]),
                 ("state_keys", "gauge", "User keys stored.", &["keys"]),
                 ("state_database_bytes", "gauge", "Size of the database file.", &["database_bytes"]),
                 ("state_owner_clients", "gauge", "Processes joined to the database's owner.", &["owner", "clients"]),
+                ("state_watchers", "gauge", "Change streams open on this server's engine.", &["watchers"]),
+                ("state_replicas", "gauge", "Servers running on this PostgreSQL store.", &["replicas"]),
                 (
                     "state_write_batches_total",
                     "counter",

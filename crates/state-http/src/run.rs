@@ -75,8 +75,9 @@ pub async fn run(
     let auth = tokens.as_ref().map_or_else(|| "none (loopback only)".to_owned(), |t| format!("{} token(s)", t.len()));
     let stopping = CancellationToken::new();
     let app = crate::router(served.api.clone(), &args.config(tools, tokens), stopping.child_token());
+    let console = if args.no_console { "" } else { "console /, " };
     tracing::info!(
-        "state-http {} listening on http://{} (console /, REST /v1, MCP /mcp, /openapi.json, /metrics); {}; auth: {auth}",
+        "state-http {} listening on http://{} ({console}REST /v1, MCP /mcp, /openapi.json, /metrics); {}; auth: {auth}",
         env!("CARGO_PKG_VERSION"),
         listener.local_addr().unwrap_or(args.listen),
         served.what,

@@ -170,7 +170,13 @@ fn row_of(entry: &state_core::ops::kv::ListedEntry) -> KeyRow {
 
 /// Every key name, a page at a time, so the browser is usable after the first page.
 async fn load_keys(api: Arc<Api>, scope: Arc<str>, tx: mpsc::UnboundedSender<Input>) {
-    let request = ListRequest { prefix: scope.to_string(), limit: Some(PAGE), cursor: None, include_values: false };
+    let request = ListRequest {
+        prefix: scope.to_string(),
+        limit: Some(PAGE),
+        cursor: None,
+        include_values: false,
+        delimiter: None,
+    };
     let mut pages = match crate::commands::request_args(request) {
         Ok(args) => api.pages(Operation::StateList, args),
         Err(_) => return,

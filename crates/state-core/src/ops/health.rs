@@ -34,6 +34,14 @@ pub struct HealthResult {
     /// Group commit since the engine started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writes: Option<WriteStats>,
+    /// Change streams open on this engine now: every client's watches and subscriptions (an
+    /// owner's count includes the processes joined to it; a PostgreSQL replica's, its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watchers: Option<u64>,
+    /// Servers running on this store now, where several may (PostgreSQL replicas, counted by
+    /// their connections' `application_name`; absent when the URL sets one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u64>,
 }
 
 /// How the engine's writes have been batched and committed since it started.

@@ -281,6 +281,10 @@ pub struct ListRequest {
     /// Include each value (default false: keys and versions only).
     #[serde(default)]
     pub include_values: bool,
+    /// One character, e.g. "/": keys that hold it after the prefix are listed once, as the
+    /// folder `prefixes` names (up to and including it), instead of one by one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delimiter: Option<String>,
 }
 
 pub const DEFAULT_LIST_LIMIT: usize = 100;
@@ -290,15 +294,36 @@ super::paged!(ListRequest);
 impl ListRequest {
     pub fn validate(&self) -> Result<(), InvalidInput> {
         validate_prefix("prefix", &self.prefix)?;
+        if let Some(delimiter) = &self.delimiter {
+            let mut chars = delimiter.chars();
+            if !matches!((chars.next(), chars.next()), (Some(c), None) if !c.is_control()) {
+                return Err(InvalidInput::Malformed {
+                    argument: "delimiter".into(),
+                    message: format!("must be one printable character, such as \"/\"; got {delimiter:?}"),
+                });
+            }
+        }
         self.validate_page()
     }
 
-    /// The key the scan starts after. User prefixes are printable, so only the empty prefix
+    /// The folder `key` is listed in when a delimiter groups keys: the prefix and what follows
+    /// it up to and including the first delimiter; `None` for a key listed by itself.
+    pub fn folder_of<'k>(&self, key: &'k str) -> Option<&'k str> {
+        let delimiter = self.delimiter.as_deref().filter(|d| !d.is_empty())?;
+        let rest = key.strip_prefix(self.prefix.as_str())?;
+        rest.find(delimiter).map(|at| &key[..self.prefix.len() + at + delimiter.len()])
+    }
+
+    /// The key the scan starts after. User prefixes are printable, so only the empty prefix User prefixes are printable, so only the empty prefix
     /// could reach the store's own records (leases, request records, index postings), which
     /// all sort before [`keyspace::USER_KEYS_AFTER`]: the scan starts past them, whatever
     /// key a crafted cursor names.
     pub fn scan_after(&self) -> Result<Option<String>, InvalidInput> {
-        let after = self.start_after()?;
+        // A page that ended on a folder goes on after everything in it.
+        let after = self.start_after()?.map(|key| match self.folder_of(&key) {
+            Some(folder) if folder == key => past_folder(folder),
+            _ => key,
+        });
         if !self.prefix.is_empty() {
             return Ok(after);
         }
@@ -343,9 +368,39 @@ impl ListedEntry {
     }
 }
 
+/// A key past every key in `folder`: keys are at most [`crate::limits::MAX_KEY_BYTES`] long
+/// and U+10FFFF encodes as the greatest UTF-8 sequence, so no key starting with `folder`
+/// sorts after it (byte order, as every backend sorts keys).
+pub fn past_folder(folder: &str) -> String {
+    let mut key = String::with_capacity(folder.len() + crate::limits::MAX_KEY_BYTES + 4);
+    key.push_str(folder);
+    key.extend(std::iter::repeat_n('\u{10FFFF}', crate::limits::MAX_KEY_BYTES / 4 + 1));
+    key
+}
+
+/// One line of a listing: a key, or a folder of keys grouped by the delimiter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Listed {
+    Entry(Entry),
+    Folder(String),
+}
+
+impl Listed {
+    fn name(&self) -> &str {
+        match self {
+            Listed::Entry(entry) => &entry.key,
+            Listed::Folder(folder) => folder,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ListResult {
     pub entries: Vec<ListedEntry>,
+    /// With a delimiter: the folders on this page (each ends with the delimiter), in key order
+    /// among the entries; list one with it as the prefix to see inside.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefixes: Vec<String>,
     /// Pass as `cursor` to get the next page; absent on the last page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
@@ -356,18 +411,21 @@ pub struct ListResult {
 impl ListResult {
     /// Builds a page from up to `page_size + 1` live entries: the extra one only proves that
     /// another page exists.
-    pub fn page(mut entries: Vec<Entry>, page_size: usize, include_values: bool, revision: u64) -> ListResult {
-        let next_cursor = if entries.len() > page_size {
-            entries.truncate(page_size);
-            entries.last().map(|last| cursor::encode(&last.key))
+    pub fn page(mut items: Vec<Listed>, page_size: usize, include_values: bool, revision: u64) -> ListResult {
+        let next_cursor = if items.len() > page_size {
+            items.truncate(page_size);
+            items.last().map(|last| cursor::encode(last.name()))
         } else {
             None
         };
-        ListResult {
-            entries: entries.into_iter().map(|e| ListedEntry::new(e, include_values)).collect(),
-            next_cursor,
-            revision,
+        let mut result = ListResult { entries: Vec::new(), prefixes: Vec::new(), next_cursor, revision };
+        for item in items {
+            match item {
+                Listed::Entry(entry) => result.entries.push(ListedEntry::new(entry, include_values)),
+                Listed::Folder(folder) => result.prefixes.push(folder),
+            }
         }
+        result
     }
 }
 

@@ -89,3 +89,16 @@ fn whoami_and_the_console_files_give_an_attacker_nothing() {
     let local = expect(&open.client().get("/v1/whoami").unwrap(), 200);
     assert_eq!(local["right"], "admin");
 }
+
+/// `--no-console` serves no page and no file of it; the API beside it is unchanged.
+#[test]
+fn no_console_serves_no_page() {
+    let place = Place::new();
+    let server = place.serve(&["--no-console"]);
+    let http = server.client();
+    for path in ["/", "/console/app.js", "/console/style.css"] {
+        assert_eq!(http.get(path).unwrap().status, 404, "{path}");
+    }
+    expect(&http.json("PUT", "/v1/kv/still-served", &serde_json::json!(1)).unwrap(), 200);
+    expect(&http.get("/v1/health").unwrap(), 200);
+}

@@ -805,3 +805,37 @@ fn replicas_starting_together_create_the_store_once() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&applied.stdout).trim(), "1", "each migration applied once");
 }
+
+/// What the console's overview shows of a PostgreSQL store: how many replicas serve it (each
+/// counted once, whatever its pool holds; a killed one drops out) and each one's own watchers.
+#[test]
+fn health_counts_the_replicas_on_the_store_and_each_ones_watchers() {
+    let Some(store) = Store::new("count") else { return };
+    let first = store.replica(&[]);
+    let mut second = store.replica(&[]);
+    let health = |replica: &HttpServer| expect(&replica.client().get("/v1/health").unwrap(), 200);
+    let until = |replica: &HttpServer, what: &str, field: &str, wanted: u64| {
+        let started = Instant::now();
+        loop {
+            let seen = health(replica)[field].as_u64();
+            if seen == Some(wanted) {
+                return;
+            }
+            assert!(started.elapsed() < PATIENCE, "{what}: {field} stayed {seen:?}, not {wanted}");
+            thread::sleep(Duration::from_millis(50));
+        }
+    };
+    // Each has written (its pool is open) before it is counted.
+    for (i, replica) in [&first, &second].iter().enumerate() {
+        expect(&replica.client().request("PUT", &format!("/v1/kv/r{i}"), &[], Some(b"1")).unwrap(), 200);
+    }
+    until(&first, "two replicas", "replicas", 2);
+    until(&second, "two replicas, seen by the other", "replicas", 2);
+
+    let _watching = first.client().stream("/v1/watch?prefix=w/", &[]).unwrap();
+    until(&first, "a watch on the first", "watchers", 1);
+    assert_eq!(health(&second)["watchers"], 0, "the second counts only its own");
+
+    second.kill().unwrap();
+    until(&first, "the second killed", "replicas", 1);
+}

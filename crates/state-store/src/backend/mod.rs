@@ -124,6 +124,11 @@ pub trait ReadTxn {
     /// Number of user keys stored (expired ones not yet swept included; the store's own
     /// records, see `state_core::keyspace`, excluded).
     fn key_count(&self) -> Result<u64, StorageError>;
+    /// Server processes running on this store now, where several may (PostgreSQL replicas);
+    /// `None` where one process holds it.
+    fn replicas(&self) -> Result<Option<u64>, StorageError> {
+        Ok(None)
+    }
     /// Up to `limit` entries whose expiry is at or before `now`, soonest first.
     fn expired_before(&self, now: UnixMillis, limit: usize) -> Result<Vec<Entry>, StorageError>;
     /// Visits events matching `keys` whose revision lies in `revisions`, in revision order

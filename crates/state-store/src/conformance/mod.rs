@@ -144,6 +144,7 @@ macro_rules! conformance_suite {
             history_and_reads_in_the_past,
             compaction,
             listing,
+            listing_folders,
             batch_reads,
             bad_input_changes_nothing,
             health_reports_the_store,

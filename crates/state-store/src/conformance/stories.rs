@@ -239,7 +239,7 @@ pub async fn listing(backend: &dyn BackendFactory) {
     loop {
         let page = s
             .engine
-            .list(ListRequest { prefix: "p/".into(), limit: Some(2), cursor, include_values: true })
+            .list(ListRequest { prefix: "p/".into(), limit: Some(2), cursor, include_values: true, delimiter: None })
             .await
             .unwrap();
         assert!(page.entries.len() <= 2);
@@ -255,6 +255,61 @@ pub async fn listing(backend: &dyn BackendFactory) {
     assert_eq!(all.entries.len(), 5);
     assert!(all.entries.iter().all(|e| e.value.is_none()));
     assert_eq!(all.revision, 6);
+}
+
+/// Folders: keys below the prefix that hold the delimiter are listed once, in key order among
+/// the keys, and pages go on past a folder whatever it holds (a key of U+10FFFF characters,
+/// one of every length) and whether a page ends on it.
+pub async fn listing_folders(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
+    let deep = format!("t/b/{}", "\u{10FFFF}".repeat(100));
+    for key in ["t/a", "t/b/1", "t/b/2/x", &deep, "t/b0", "t/c/1", "t/d", "u/x", "t/"] {
+        s.set(key, json!(1)).await;
+    }
+    // A folder whose every key has expired is not listed.
+    let mut ttl = set_req("t/gone/1", json!(0), None);
+    ttl.ttl_seconds = Some(1.0);
+    s.engine.set(ttl).await.unwrap();
+    s.clock.advance_millis(1000);
+
+    let list = |limit: usize, cursor: Option<String>| {
+        let req = ListRequest {
+            prefix: "t/".into(),
+            limit: Some(limit),
+            cursor,
+            include_values: false,
+            delimiter: Some("/".into()),
+        };
+        s.engine.list(req)
+    };
+    let whole = list(100, None).await.unwrap();
+    let keys: Vec<_> = whole.entries.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(keys, ["t/", "t/a", "t/b0", "t/d"]);
+    assert_eq!(whole.prefixes, ["t/b/", "t/c/"]);
+    assert_eq!(whole.next_cursor, None);
+    for limit in 1..=6 {
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = list(limit, cursor).await.unwrap();
+            assert!(page.entries.len() + page.prefixes.len() <= limit);
+            seen.extend(page.entries.iter().map(|e| e.key.clone()));
+            seen.extend(page.prefixes.iter().cloned());
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        seen.sort();
+        assert_eq!(seen, ["t/", "t/a", "t/b/", "t/b0", "t/c/", "t/d"], "pages of {limit}");
+    }
+    let inside = s
+        .engine
+        .list(ListRequest { prefix: "t/b/".into(), delimiter: Some("/".into()), ..ListRequest::default() })
+        .await
+        .unwrap();
+    assert_eq!(inside.entries.iter().map(|e| e.key.as_str()).collect::<Vec<_>>(), ["t/b/1", deep.as_str()]);
+    assert_eq!(inside.prefixes, ["t/b/2/"]);
 }
 
 pub async fn batch_reads(backend: &dyn BackendFactory) {
@@ -1069,9 +1124,14 @@ pub async fn system_records_stay_out_of_user_listings(backend: &dyn BackendFacto
             include_values: true,
             ..ListRequest::default()
         };
-        let page = s.engine.list(request).await.unwrap();
+        let page = s.engine.list(request.clone()).await.unwrap();
         let keys: Vec<&str> = page.entries.iter().map(|e| e.key.as_str()).collect();
         assert_eq!(keys, vec!["user"], "cursor after {crafted:?}");
+        // Nor when the cursor names a folder of the store's own records.
+        let folders = ListRequest { delimiter: Some("/".into()), ..request };
+        let page = s.engine.list(folders).await.unwrap();
+        let keys: Vec<&str> = page.entries.iter().map(|e| e.key.as_str()).collect();
+        assert_eq!((keys, page.prefixes.len()), (vec!["user"], 0), "folder cursor after {crafted:?}");
     }
     assert_eq!(s.engine.health().await.unwrap().keys, Some(1));
     let kv_only = s

@@ -226,6 +226,12 @@ impl Engine {
         }
     }
 
+    /// Watches open on this engine now.
+    pub fn watchers(&self) -> u64 {
+        let feed = self.inner.feed.read().ok();
+        feed.as_ref().and_then(|f| f.as_ref()).map_or(0, |feed| feed.sender.receiver_count() as u64)
+    }
+
     fn subscribe(&self) -> Result<(broadcast::Receiver<Arc<Committed>>, Arc<watch::Routes>), EngineError> {
         self.inner
             .feed
@@ -637,6 +643,7 @@ impl Engine {
         let backend = self.backend()?;
         let started_at = self.inner.started_at;
         let stats = self.batch_stats();
+        let watchers = self.watchers();
         self.read(ReadCost::Point, move |txn, now| {
             Ok(HealthResult {
                 status: OkStatus::Ok,
@@ -656,6 +663,8 @@ impl Engine {
                     commit_seconds: stats.commit_seconds,
                     retries: stats.retries,
                 }),
+                watchers: Some(watchers),
+                replicas: txn.replicas()?,
             })
         })
         .await

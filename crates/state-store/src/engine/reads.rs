@@ -7,7 +7,9 @@ use state_core::error::InvalidInput;
 use state_core::limits::{MAX_PAGE_VALUE_BYTES, json_len};
 use state_core::ops::Paged;
 use state_core::ops::history::{HistoryEvent, HistoryRequest, HistoryResult, KeyFilter};
-use state_core::ops::kv::{BatchGetRequest, BatchGetResult, GetRequest, GetResult, ListRequest, ListResult};
+use state_core::ops::kv::{
+    BatchGetRequest, BatchGetResult, GetRequest, GetResult, ListRequest, ListResult, Listed, past_folder,
+};
 
 use crate::backend::{Order, ReadTxn};
 use crate::error::EngineError;
@@ -116,30 +118,47 @@ pub(super) fn batch_get(
 pub(super) fn list(txn: &dyn ReadTxn, req: &ListRequest, now: UnixMillis) -> Result<ListResult, EngineError> {
     let revision = txn.revision()?;
     let page = req.page_size()?;
-    let after = req.scan_after()?;
-    let mut entries = Vec::with_capacity(page.min(256) + 1);
-    // With values, a page also ends once it carries enough bytes; the entry after it, read
+    let mut after = req.scan_after()?;
+    let mut items = Vec::with_capacity(page.min(256) + 1);
+    // With values, a page also ends once it carries enough bytes; the item after it, read
     // only to know there is more, is dropped by `ListResult::page`.
     let mut value_bytes = 0;
     let mut page_len = page;
-    txn.scan(&req.prefix, after.as_deref(), &mut |entry| {
-        if entry.is_expired(now) {
-            return true;
-        }
-        if entries.len() == page_len {
-            entries.push(entry);
-            return false;
-        }
-        if req.include_values {
-            value_bytes += json_len(&entry.value);
-            if value_bytes >= MAX_PAGE_VALUE_BYTES {
-                page_len = entries.len() + 1;
+    // A folder (keys grouped by the delimiter) is listed at its first live key, and the scan
+    // starts again past everything in it: a folder of a million keys costs one seek.
+    loop {
+        let mut skip_to = None;
+        txn.scan(&req.prefix, after.as_deref(), &mut |entry| {
+            if entry.is_expired(now) {
+                return true;
             }
+            let item = match req.folder_of(&entry.key) {
+                Some(folder) => {
+                    skip_to = Some(past_folder(folder));
+                    Listed::Folder(folder.to_owned())
+                }
+                None => Listed::Entry(entry),
+            };
+            if items.len() == page_len {
+                items.push(item);
+                skip_to = None;
+                return false;
+            }
+            if let (true, Listed::Entry(entry)) = (req.include_values, &item) {
+                value_bytes += json_len(&entry.value);
+                if value_bytes >= MAX_PAGE_VALUE_BYTES {
+                    page_len = items.len() + 1;
+                }
+            }
+            items.push(item);
+            skip_to.is_none()
+        })?;
+        match skip_to {
+            Some(next) if items.len() <= page_len => after = Some(next),
+            _ => break,
         }
-        entries.push(entry);
-        true
-    })?;
-    Ok(ListResult::page(entries, page_len, req.include_values, revision))
+    }
+    Ok(ListResult::page(items, page_len, req.include_values, revision))
 }
 
 /// History pages never split a revision: a transaction's events arrive together, so paging

@@ -133,8 +133,13 @@ async fn a_process_killed_at_any_phase_of_a_commit_loses_nothing_acknowledged() 
         // Writes that landed unacknowledged are whole: a transaction's pair has both halves.
         let mut cursor = None;
         loop {
-            let request =
-                ListRequest { prefix: format!("c{cycle}/"), limit: Some(1000), cursor, include_values: false };
+            let request = ListRequest {
+                prefix: format!("c{cycle}/"),
+                limit: Some(1000),
+                cursor,
+                include_values: false,
+                delimiter: None,
+            };
             let page = engine.list(request).await.unwrap();
             for entry in page.entries.iter().filter(|e| e.key.ends_with("/a")) {
                 let twin = format!("{}/b", entry.key.trim_end_matches("/a"));

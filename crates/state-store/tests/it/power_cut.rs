@@ -113,6 +113,7 @@ async fn every_acknowledged_write_survives_a_power_cut_at_any_moment() {
                 limit: Some(1000),
                 cursor: None,
                 include_values: false,
+                delimiter: None,
             })
             .await
             .unwrap();

@@ -37,11 +37,50 @@ fn validation_names_the_argument() {
 #[test]
 fn cursor_round_trips_any_key() {
     for key in ["a", "project/x", "日本/ключ", "with space"] {
-        let page = ListResult::page(vec![entry(key), entry(&format!("{key}~"))], 1, false, 5);
+        let page =
+            ListResult::page(vec![Listed::Entry(entry(key)), Listed::Entry(entry(&format!("{key}~")))], 1, false, 5);
         let cursor = page.next_cursor.expect("a second page exists");
         let req = ListRequest { cursor: Some(cursor), ..Default::default() };
         assert_eq!(req.start_after().unwrap().as_deref(), Some(key));
     }
+}
+
+#[test]
+fn a_delimiter_is_one_printable_character() {
+    for bad in ["", "//", "\n"] {
+        let req = ListRequest { delimiter: Some(bad.into()), ..Default::default() };
+        assert_eq!(req.validate().unwrap_err().argument(), "delimiter", "{bad:?}");
+    }
+    assert!(ListRequest { delimiter: Some("/".into()), ..Default::default() }.validate().is_ok());
+}
+
+#[test]
+fn a_delimiter_groups_keys_into_folders_below_the_prefix() {
+    let req = ListRequest { prefix: "team/".into(), delimiter: Some("/".into()), ..Default::default() };
+    assert_eq!(req.folder_of("team/a/b/c"), Some("team/a/"));
+    assert_eq!(req.folder_of("team/a/"), Some("team/a/"));
+    assert_eq!(req.folder_of("team/leaf"), None);
+    assert_eq!(req.folder_of("other/a/b"), None);
+    assert_eq!(ListRequest::default().folder_of("a/b"), None, "no delimiter, no folders");
+}
+
+#[test]
+fn a_page_that_ends_on_a_folder_goes_on_past_everything_in_it() {
+    let req = ListRequest {
+        prefix: "p/".into(),
+        delimiter: Some("/".into()),
+        cursor: Some(crate::cursor::encode("p/a/")),
+        ..Default::default()
+    };
+    let after = req.scan_after().unwrap().unwrap();
+    let longest_inside = format!("p/a/{}", "\u{10FFFF}".repeat((crate::limits::MAX_KEY_BYTES - 4) / 4));
+    for inside in ["p/a/", "p/a/z", "p/a/\u{10FFFF}x", longest_inside.as_str()] {
+        assert!(inside < after.as_str(), "{inside:?} is skipped");
+    }
+    assert!("p/a0" > after.as_str() && "p/b" > after.as_str(), "what follows the folder is not");
+    // A cursor on a key (not a folder) resumes right after that key.
+    let key = ListRequest { cursor: Some(crate::cursor::encode("p/k")), ..req };
+    assert_eq!(key.scan_after().unwrap().as_deref(), Some("p/k"));
 }
 
 fn entry(key: &str) -> Entry {

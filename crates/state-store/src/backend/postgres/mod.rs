@@ -91,6 +91,8 @@ pub struct PostgresBackend {
     handle: tokio::runtime::Handle,
     pool: Pool,
     config: tokio_postgres::Config,
+    /// Whether this process's connections carry the name replicas are counted by.
+    counts_replicas: bool,
     tls: MakeRustlsConnect,
     /// Shared with the tasks that outlive a call (point reads, the follower).
     sql: Arc<Sql>,
@@ -125,6 +127,16 @@ impl PostgresBackend {
             .build()
             .map_err(|e| StorageError::Other(format!("cannot start the PostgreSQL client runtime: {e}")))?;
         let handle = runtime.handle().clone();
+        let sql = Arc::new(Sql::new(&options.schema));
+        // Every connection of this process carries one name, so `state_health` can count the
+        // replicas on this store (distinct names) in pg_stat_activity, and an operator sees
+        // whose connections these are; unless the URL names them itself (then not counted).
+        let named_by_us = config.get_application_name().is_none();
+        if named_by_us {
+            let nonce =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+            config.application_name(format!("{}{}.{nonce:08x}", sql.replica_name_prefix, std::process::id()));
+        }
         let manager = Manager::from_config(
             config.clone(),
             tls.clone(),
@@ -146,7 +158,8 @@ impl PostgresBackend {
             pool,
             config,
             tls,
-            sql: Arc::new(Sql::new(&options.schema)),
+            sql,
+            counts_replicas: named_by_us,
             options,
         };
         backend.migrate()?;

@@ -66,6 +66,9 @@ pub(super) struct Sql {
     pub(super) lock_meta: String,
     pub(super) read_meta_unlocked: String,
     pub(super) read_meta: String,
+    /// The `application_name` every connection of every replica of this store starts with.
+    pub(super) replica_name_prefix: String,
+    pub(super) count_replicas: String,
     pub(super) get: String,
     pub(super) get_now: String,
     pub(super) scan_from: String,
@@ -137,6 +140,11 @@ impl Sql {
                 "SELECT revision, compacted, (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM {s}.meta WHERE id = 1"
             ),
             read_meta: format!("SELECT revision, compacted, user_keys FROM {s}.meta WHERE id = 1"),
+            // Within the 63 bytes PostgreSQL keeps of a name, with room for the process's part.
+            replica_name_prefix: format!("state:{}:", truncated(schema, 32)),
+            count_replicas: "SELECT count(DISTINCT application_name) FROM pg_stat_activity \
+                 WHERE starts_with(application_name, $1)"
+                .to_owned(),
             get: format!("SELECT {ENTRY_COLUMNS} FROM {s}.entries WHERE key = $1"),
             // One statement is one snapshot: the revision and the key, without BEGIN/COMMIT.
             get_now: format!(
@@ -212,4 +220,13 @@ impl Sql {
 /// A schema name as a quoted identifier, so any name is safe to splice into SQL.
 pub(super) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// At most `max` bytes of `text`, cut at a character boundary.
+fn truncated(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }

@@ -358,6 +358,15 @@ impl ReadTxn for PgTxn<'_> {
         Ok(stored)
     }
 
+    fn replicas(&self) -> Result<Option<u64>, StorageError> {
+        if !self.backend.counts_replicas {
+            return Ok(None);
+        }
+        let rows = self.query(&self.backend.sql.count_replicas, &[&self.backend.sql.replica_name_prefix])?;
+        let count: i64 = rows.first().map(|row| row.try_get(0)).transpose().map_err(storage)?.unwrap_or(0);
+        Ok(Some(u64::try_from(count).unwrap_or(0)))
+    }
+
     fn expired_before(&self, now: UnixMillis, limit: usize) -> Result<Vec<Entry>, StorageError> {
         self.flush(false)?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
