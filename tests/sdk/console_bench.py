@@ -18,7 +18,8 @@ import statistics
 from playwright.sync_api import sync_playwright
 
 URL = os.environ["STATE_URL"]
-VIEWS = os.environ.get("VIEWS", "").split() or ["", "keys", "runs", "leases", "queues", "activity"]
+# `overview` is the console's front page, `#/`.
+VIEWS = os.environ.get("VIEWS", "").split() or ["overview", "keys", "runs", "leases", "queues", "activity"]
 LOADS = int(os.environ.get("LOADS", "5"))
 
 FIGURES = """() => {
@@ -27,7 +28,11 @@ FIGURES = """() => {
   const resources = performance.getEntriesByType("resource");
   const bytes = (navigation?.transferSize || 0) + resources.reduce((n, r) => n + (r.transferSize || 0), 0);
   const requests = resources.map((r) => new URL(r.name).pathname);
-  return { drawn: mark("state-view-drawn"), painted: mark("state-view-painted"), bytes, requests };
+  // The API's answers the view waited for (the watch stream, still open, excluded).
+  const api = resources.filter((r) => /^\/v1\//.test(new URL(r.name).pathname) && !r.name.includes("/v1/watch"));
+  const slowest = api.reduce((worst, r) => (r.duration > worst.duration ? r : worst), { duration: 0, name: "" });
+  return { drawn: mark("state-view-drawn"), painted: mark("state-view-painted"), bytes, requests,
+           slowest_ms: slowest.duration, slowest: slowest.name ? new URL(slowest.name).pathname : "" };
 }"""
 
 
@@ -35,30 +40,33 @@ def main():
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=os.environ["CHROMIUM"], args=["--no-sandbox"])
         for view in VIEWS:
-            drawn, painted, bytes_, errors = [], [], [], []
+            drawn, painted, bytes_, errors, slowest = [], [], [], [], []
             requests = []
             for _ in range(LOADS):
                 context = browser.new_context(viewport={"width": 1280, "height": 800})
                 page = context.new_page()
                 page.on("pageerror", lambda e: errors.append(str(e)))
-                page.goto(f"{URL}/#/{view}")
+                page.goto(f"{URL}/#/{'' if view == 'overview' else view}")
                 page.wait_for_function("() => performance.getEntriesByName('state-view-painted').length > 0", timeout=60000)
                 figures = page.evaluate(FIGURES)
                 drawn.append(figures["drawn"])
                 painted.append(figures["painted"])
                 bytes_.append(figures["bytes"])
+                slowest.append((figures["slowest_ms"], figures["slowest"]))
                 requests = figures["requests"]
                 if page.locator("main .error").count():
                     errors.append(page.inner_text("main .error"))
                 context.close()
             print(json.dumps({
-                "view": view or "overview",
+                "view": view,
                 "loads": LOADS,
                 "drawn_median_ms": round(statistics.median(drawn), 1),
                 "painted_median_ms": round(statistics.median(painted), 1),
                 "painted_max_ms": round(max(painted), 1),
                 "bytes": int(statistics.median(bytes_)),
                 "requests": len(requests),
+                "slowest_request_ms": round(statistics.median(ms for ms, _ in slowest), 1),
+                "slowest_request": max(slowest)[1],
                 "errors": errors[:3],
             }), flush=True)
         browser.close()

@@ -197,6 +197,7 @@ impl RunView {
             lease_expires_at,
             error,
             priority: self.run.priority,
+            depends_on: self.run.depends_on.clone(),
             waiting_on: Vec::new(),
             blocked_by: None,
             not_before: self.run.not_before.filter(|at| *at > now).map(UnixMillis::to_rfc3339),

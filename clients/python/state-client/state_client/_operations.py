@@ -47,7 +47,7 @@ ROUTES: dict[str, Route] = {
     "state_delete": Route("DELETE", "/v1/kv/{key}", path=('key',), query=('expected_version', 'agent_id', 'lease', 'token', 'request_id'), json_query=(), body=None, field=None, mutating=True),
     "state_get": Route("GET", "/v1/kv/{key}", path=('key',), query=('version', 'revision'), json_query=(), body=None, field=None, mutating=False),
     "state_health": Route("GET", "/v1/health", path=(), query=(), json_query=(), body=None, field=None, mutating=False),
-    "state_list": Route("GET", "/v1/kv", path=(), query=('prefix', 'limit', 'cursor', 'include_values'), json_query=(), body=None, field=None, mutating=False),
+    "state_list": Route("GET", "/v1/kv", path=(), query=('prefix', 'limit', 'cursor', 'include_values', 'delimiter'), json_query=(), body=None, field=None, mutating=False),
     "state_reset": Route("POST", "/v1/admin:reset", path=(), query=(), json_query=(), body='args', field=None, mutating=True),
     "state_set": Route("PUT", "/v1/kv/{key}", path=('key',), query=('expected_version', 'ttl_seconds', 'agent_id', 'lease', 'token', 'request_id'), json_query=(), body='field', field='value', mutating=True),
     "state_txn": Route("POST", "/v1/kv:txn", path=(), query=(), json_query=(), body='args', field=None, mutating=True),
@@ -580,7 +580,7 @@ class Operations:
         """
         return self._call("state_health", {}, None)  # type: ignore[attr-defined]
 
-    def state_list(self, *, prefix: str | None = None, limit: int | None = None, cursor: str | None = None, include_values: bool | None = None) -> dict[str, Any]:
+    def state_list(self, *, prefix: str | None = None, limit: int | None = None, cursor: str | None = None, include_values: bool | None = None, delimiter: str | None = None) -> dict[str, Any]:
         """List keys.
 
         List keys under a prefix in key order with their versions (values if asked), a page at a
@@ -591,8 +591,10 @@ class Operations:
         limit: Page size, 1 to 1000 (default 100).
         cursor: `next_cursor` from the previous page.
         include_values: Include each value (default false: keys and versions only).
+        delimiter: One character, e.g. "/": keys holding it past the prefix are grouped into
+            `prefixes`.
         """
-        return self._call("state_list", {"prefix": prefix, "limit": limit, "cursor": cursor, "include_values": include_values}, None)  # type: ignore[attr-defined]
+        return self._call("state_list", {"prefix": prefix, "limit": limit, "cursor": cursor, "include_values": include_values, "delimiter": delimiter}, None)  # type: ignore[attr-defined]
 
     def state_reset(self, confirm: str, *, agent_id: str | None = None, request_id: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
         """Wipe the store.
@@ -1372,7 +1374,7 @@ class AsyncOperations:
         """
         return await self._call("state_health", {}, None)  # type: ignore[attr-defined]
 
-    async def state_list(self, *, prefix: str | None = None, limit: int | None = None, cursor: str | None = None, include_values: bool | None = None) -> dict[str, Any]:
+    async def state_list(self, *, prefix: str | None = None, limit: int | None = None, cursor: str | None = None, include_values: bool | None = None, delimiter: str | None = None) -> dict[str, Any]:
         """List keys.
 
         List keys under a prefix in key order with their versions (values if asked), a page at a
@@ -1383,8 +1385,10 @@ class AsyncOperations:
         limit: Page size, 1 to 1000 (default 100).
         cursor: `next_cursor` from the previous page.
         include_values: Include each value (default false: keys and versions only).
+        delimiter: One character, e.g. "/": keys holding it past the prefix are grouped into
+            `prefixes`.
         """
-        return await self._call("state_list", {"prefix": prefix, "limit": limit, "cursor": cursor, "include_values": include_values}, None)  # type: ignore[attr-defined]
+        return await self._call("state_list", {"prefix": prefix, "limit": limit, "cursor": cursor, "include_values": include_values, "delimiter": delimiter}, None)  # type: ignore[attr-defined]
 
     async def state_reset(self, confirm: str, *, agent_id: str | None = None, request_id: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
         """Wipe the store.

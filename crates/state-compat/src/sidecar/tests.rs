@@ -13,6 +13,7 @@ fn run(status: RunStatus, last_step: u64) -> RunSummary {
         lease_expires_at: None,
         error: None,
         priority: 0,
+        depends_on: Vec::new(),
         waiting_on: Vec::new(),
         blocked_by: None,
         not_before: None,

@@ -281,8 +281,7 @@ pub struct ListRequest {
     /// Include each value (default false: keys and versions only).
     #[serde(default)]
     pub include_values: bool,
-    /// One character, e.g. "/": keys that hold it after the prefix are listed once, as the
-    /// folder `prefixes` names (up to and including it), instead of one by one.
+    /// One character, e.g. "/": keys holding it past the prefix are grouped into `prefixes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delimiter: Option<String>,
 }
@@ -397,8 +396,7 @@ impl Listed {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ListResult {
     pub entries: Vec<ListedEntry>,
-    /// With a delimiter: the folders on this page (each ends with the delimiter), in key order
-    /// among the entries; list one with it as the prefix to see inside.
+    /// With a delimiter: this page's folders (list one as a prefix to see inside).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prefixes: Vec<String>,
     /// Pass as `cursor` to get the next page; absent on the last page.

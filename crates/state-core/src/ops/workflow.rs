@@ -627,6 +627,10 @@ pub struct RunSummary {
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub priority: u8,
+    /// Every run it was created to depend on, finished or not: the edges of the dependency
+    /// graph (`waiting_on` says which still hold it back).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
     /// Dependencies not completed yet: it cannot be claimed before they are.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waiting_on: Vec<String>,

@@ -434,6 +434,7 @@ fn a_run_is_claimable_only_once_every_dependency_completed() {
     assert_eq!(first.run_id.as_deref(), Some(a.as_str()), "c is skipped while it waits");
     finish(&mut sim, &first, Ending::Complete { result: json!(1) });
     assert_eq!(status(&sim, &c).waiting_on, vec![b.clone()]);
+    assert_eq!(status(&sim, &c).depends_on, vec![a.clone(), b.clone()], "the graph keeps its finished edges");
     let second = claim(&mut sim, "w", None, &[]);
     assert_eq!(second.run_id.as_deref(), Some(b.as_str()));
     finish(&mut sim, &second, Ending::Complete { result: json!(2) });

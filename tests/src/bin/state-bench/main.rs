@@ -4,6 +4,7 @@
 //! figures recorded in docs/BENCHMARKS.md come from it. Ratios within one run are what to
 //! compare: the machines this runs on are shared and noisy.
 
+mod console;
 mod dag;
 mod floor;
 mod http;
@@ -68,8 +69,15 @@ struct Args {
     /// Writes of 1 MB in the stalled-watcher section
     #[arg(long, default_value_t = 1000)]
     stalled_writes: usize,
+    /// Page loads per view in the console section
+    #[arg(long, default_value_t = 5)]
+    console_loads: usize,
+    /// After the console section, keep its server and store until interrupted, to look at a
+    /// large store in a browser (the address is printed)
+    #[arg(long)]
+    console_hold: bool,
     /// Only run sections whose name contains this (engine, queue, dag, knowledge, mcp, http, stalled, replicas,
-    /// tenants, tui)
+    /// tenants, tui, console)
     #[arg(long)]
     only: Option<String>,
     /// Internal: echo on this Unix socket (the other end of the round-trip floor)
@@ -136,6 +144,12 @@ fn main() -> Result<()> {
         match &args.http_server {
             Some(server) => runtime.block_on(replicas::run(server, duration))?,
             None => println!("(replica sections skipped: pass --http-server PATH)\n"),
+        }
+    }
+    if wants("console") {
+        match &args.http_server {
+            Some(server) => console::run(server, &runtime, args.console_loads, args.console_hold)?,
+            None => println!("(console section skipped: pass --http-server PATH)\n"),
         }
     }
     if wants("tui") {
