@@ -76,9 +76,16 @@ impl Api {
                 return self.as_if_absent(principal, op, args, request_id, &run_id).await;
             }
         }
+        // A write the token may make, if its quota has room: refused before it reaches the
+        // store, so a tenant at its rate costs the writer nothing.
+        if op.is_mutating()
+            && let Err(limited) = principal.take_write()
+        {
+            return Reply::error(limited);
+        }
         let (args, request_id) = auth::scope_request_ids(principal, op, args, request_id);
         let mut reply = self.dispatch(op, args, request_id).await;
-        reply.body = reply.body.map(|result| auth::redact(principal, op, result));
+        reply.body = reply.body.map(|result| auth::with_quota(principal, op, auth::redact(principal, op, result)));
         reply
     }
 

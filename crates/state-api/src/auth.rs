@@ -11,6 +11,7 @@
 //! - `admin`: everything, and store-wide operations (`state_reset`) when the prefix is "".
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::catalog::{Needs, Operation};
 use serde::Deserialize;
@@ -20,8 +21,12 @@ use state_core::ops::history::HistoryKind;
 use state_core::ops::txn::{TxnOp, TxnRequest};
 use state_core::ops::watch::WatchRequest;
 use state_core::ops::workflow::ClaimRequest;
+use state_core::rate::Rate;
 
 use crate::reply::{ApiError, ErrorCode};
+
+mod quota;
+pub use quota::{QuotaFigures, WriteQuota};
 
 /// Shortest secret accepted: a guessable token protects nothing.
 const MIN_SECRET_BYTES: usize = 16;
@@ -35,15 +40,42 @@ pub enum Right {
 }
 
 /// An authenticated caller: a token's name and what it may touch. Never holds the secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Principal {
     pub name: String,
     prefixes: Vec<String>,
     /// The strongest right granted (rights are ordered: admin includes write includes read).
     right: Right,
+    /// Writes per second, shared by every request made as this token.
+    write_quota: Option<Arc<WriteQuota>>,
+}
+
+/// Two principals are the same token: name, scope and quota (its use so far aside).
+impl PartialEq for Principal {
+    fn eq(&self, other: &Principal) -> bool {
+        let rate =
+            |p: &Principal| p.write_quota.as_ref().map(|q| (q.figures().writes_per_second, q.figures().write_burst));
+        self.name == other.name
+            && self.prefixes == other.prefixes
+            && self.right == other.right
+            && rate(self) == rate(other)
+    }
 }
 
 impl Principal {
+    /// The token's write quota, if it has one.
+    pub fn write_quota(&self) -> Option<&WriteQuota> {
+        self.write_quota.as_deref()
+    }
+
+    /// Takes one write from the token's quota, or refuses the call.
+    pub(crate) fn take_write(&self) -> Result<(), ApiError> {
+        match &self.write_quota {
+            Some(quota) => quota.take(&self.name),
+            None => Ok(()),
+        }
+    }
+
     /// The id prefixes the token reaches ("" is everything): where a listing of everything
     /// this caller may see starts.
     pub fn prefixes(&self) -> &[String] {
@@ -115,6 +147,12 @@ struct Entry {
     secret_sha256: Option<String>,
     prefixes: Vec<String>,
     rights: Vec<Right>,
+    /// Changes per second this token may make (every frontend together); no limit without.
+    #[serde(default)]
+    writes_per_second: Option<f64>,
+    /// Changes it may make at once after a quiet spell (default: one second's worth).
+    #[serde(default)]
+    write_burst: Option<f64>,
 }
 
 impl Tokens {
@@ -154,9 +192,33 @@ impl Tokens {
             if entry.prefixes.is_empty() {
                 return Err(format!("token `{name}`: prefixes is empty; \"\" covers everything"));
             }
-            entries.push((Principal { name, prefixes: entry.prefixes, right }, digest));
+            let rate = match (entry.writes_per_second, entry.write_burst) {
+                (None, None) => None,
+                (None, Some(_)) => return Err(format!("token `{name}`: write_burst needs writes_per_second")),
+                (Some(per_second), burst) => {
+                    let rate = Rate { burst: burst.unwrap_or(Rate::per_second(per_second).burst), per_second };
+                    rate.check().map_err(|why| format!("token `{name}`: {why}"))?;
+                    Some(rate)
+                }
+            };
+            let write_quota = rate.map(|rate| Arc::new(WriteQuota::new(rate)));
+            entries.push((Principal { name, prefixes: entry.prefixes, right, write_quota }, digest));
         }
         Ok(Tokens { entries })
+    }
+
+    /// Gives every token without a write quota of its own `rate` (`--writes-per-second-per-token`).
+    pub fn with_default_write_rate(mut self, rate: Rate) -> Result<Tokens, String> {
+        rate.check()?;
+        for (principal, _) in &mut self.entries {
+            principal.write_quota.get_or_insert_with(|| Arc::new(WriteQuota::new(rate)));
+        }
+        Ok(self)
+    }
+
+    /// Every token's name and write quota, for `/metrics`.
+    pub fn write_quotas(&self) -> impl Iterator<Item = (&str, &WriteQuota)> {
+        self.entries.iter().filter_map(|(p, _)| p.write_quota.as_deref().map(|q| (p.name.as_str(), q)))
     }
 
     /// The principal whose secret is `presented`. Every entry is compared, each in constant
@@ -238,8 +300,19 @@ fn redact_strings(message: &str) -> String {
 /// The longest start of `text` whose quoted parts are all words of the tokens file's format,
 /// and whether anything was cut after it.
 fn keep_format_words(text: &str) -> (String, bool) {
-    const WORDS: [&str; 9] =
-        ["token", "name", "secret", "secret_sha256", "prefixes", "rights", "read", "write", "admin"];
+    const WORDS: [&str; 11] = [
+        "token",
+        "name",
+        "secret",
+        "secret_sha256",
+        "prefixes",
+        "rights",
+        "read",
+        "write",
+        "admin",
+        "writes_per_second",
+        "write_burst",
+    ];
     let mut kept = 0;
     let mut rest = text;
     while let Some(start) = rest.find(['"', '`']) {
@@ -373,6 +446,24 @@ pub(crate) fn redact(principal: &Principal, op: Operation, mut result: Value) ->
     {
         for store_wide in ["keys", "database_bytes", "owner", "writes", "watchers", "replicas"] {
             fields.remove(store_wide);
+        }
+    }
+    result
+}
+
+/// `state_health` answered to a token with a quota says where it stands against it.
+pub(crate) fn with_quota(principal: &Principal, op: Operation, mut result: Value) -> Value {
+    if op == Operation::StateHealth
+        && let (Some(quota), Some(fields)) = (principal.write_quota(), result.as_object_mut())
+    {
+        let figures = quota.figures();
+        let quota = state_core::ops::health::TokenQuota {
+            writes_per_second: figures.writes_per_second,
+            write_burst: figures.write_burst,
+            writes_refused: figures.writes_refused,
+        };
+        if let Ok(value) = serde_json::to_value(quota) {
+            fields.insert("quota".into(), value);
         }
     }
     result

@@ -194,6 +194,7 @@ pub(crate) fn problem_to_error(problem: &Value, fallback: ErrorCode) -> ApiError
         argument: problem.get("argument").and_then(Value::as_str).map(str::to_owned),
         compacted_revision: number("compacted_revision"),
         resume_after: number("resume_after"),
+        retry_after_ms: number("retry_after_ms"),
         ..ApiError::new(code.unwrap_or(fallback), detail)
     }
 }

@@ -21,7 +21,7 @@ pub enum MemoryFileError {
     #[error("the memory file {} is not the memory server's format at {bad}: fix that line", path.display())]
     Format { path: PathBuf, bad: jsonl::BadLine },
     #[error("importing the memory file {} failed: {error}", path.display())]
-    Import { path: PathBuf, error: ApiError },
+    Import { path: PathBuf, error: Box<ApiError> },
     /// At a server's start: the way to start without the file is to unset the variable.
     #[error("{inner} (or unset {MEMORY_FILE_ENV} to start without importing it)")]
     AtStart { inner: Box<MemoryFileError> },
@@ -41,7 +41,7 @@ pub async fn import(api: &Api, path: &Path) -> Result<Imported, MemoryFileError>
     let source = std::fs::canonicalize(path).or_else(|_| std::path::absolute(path)).unwrap_or_else(|_| path.to_owned());
     let args =
         json!({"source": source.display().to_string(), "entities": graph.entities, "relations": graph.relations});
-    let failed = |error: ApiError| MemoryFileError::Import { path: path.to_owned(), error };
+    let failed = |error: ApiError| MemoryFileError::Import { path: path.to_owned(), error: Box::new(error) };
     let body = api.call(Operation::MemoryImport, args).await.body.map_err(failed)?;
     serde_json::from_value(body).map_err(|e| failed(ApiError::new(crate::ErrorCode::Internal, e.to_string())))
 }

@@ -25,6 +25,9 @@ pub enum Outcome {
     Forbidden,
     /// The request cannot be carried out as given; nothing changed.
     Invalid,
+    /// The caller is past a quota of its own (writes per second); nothing changed, and the
+    /// error says when to retry.
+    Limited,
     /// The store cannot answer now (shutting down, storage failing, owner unreachable).
     Unavailable,
     /// A bug in this software.
@@ -40,6 +43,7 @@ impl Outcome {
             Outcome::Fenced => "fenced",
             Outcome::Forbidden => "forbidden",
             Outcome::Invalid => "invalid",
+            Outcome::Limited => "limited",
             Outcome::Unavailable => "unavailable",
             Outcome::Internal => "internal",
         }
@@ -63,6 +67,9 @@ pub struct ApiError {
     /// For `watch_lagged`: watch again after this revision; nothing after it was lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_after: Option<u64>,
+    /// For `quota_exceeded`: milliseconds until the call would be accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
 }
 
 /// Machine-readable error codes. Stable: they appear in HTTP problem types and CLI output.
@@ -78,6 +85,8 @@ pub enum ErrorCode {
     NotEnabled,
     /// The caller's token does not grant what the call touches.
     Forbidden,
+    /// The caller's token is past its quota (writes per second); retry after the time given.
+    QuotaExceeded,
     /// A compatibility tool's subject does not exist (those servers raised an error for it).
     NotFound,
     /// The history asked for was compacted away.
@@ -101,6 +110,7 @@ impl ErrorCode {
             ErrorCode::InvalidArguments | ErrorCode::InvalidInput | ErrorCode::NotEnabled => Outcome::Invalid,
             ErrorCode::NotFound | ErrorCode::Compacted => Outcome::NotFound,
             ErrorCode::Forbidden => Outcome::Forbidden,
+            ErrorCode::QuotaExceeded => Outcome::Limited,
             ErrorCode::Unavailable | ErrorCode::OutcomeUnknown | ErrorCode::Storage | ErrorCode::WatchLagged => {
                 Outcome::Unavailable
             }
@@ -114,6 +124,7 @@ impl ErrorCode {
             ErrorCode::InvalidInput => "invalid_input",
             ErrorCode::NotEnabled => "not_enabled",
             ErrorCode::Forbidden => "forbidden",
+            ErrorCode::QuotaExceeded => "quota_exceeded",
             ErrorCode::NotFound => "not_found",
             ErrorCode::Compacted => "compacted",
             ErrorCode::Unavailable => "unavailable",
@@ -127,7 +138,14 @@ impl ErrorCode {
 
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
-        ApiError { code, message: message.into(), argument: None, compacted_revision: None, resume_after: None }
+        ApiError {
+            code,
+            message: message.into(),
+            argument: None,
+            compacted_revision: None,
+            resume_after: None,
+            retry_after_ms: None,
+        }
     }
 }
 

@@ -17,6 +17,8 @@ pub const FENCED: u8 = 5;
 pub const UNAVAILABLE: u8 = 6;
 /// The token does not cover what the command touches.
 pub const FORBIDDEN: u8 = 7;
+/// The token is past its quota (writes per second): retry later.
+pub const LIMITED: u8 = 8;
 
 pub fn of(outcome: Outcome) -> u8 {
     match outcome {
@@ -27,6 +29,7 @@ pub fn of(outcome: Outcome) -> u8 {
         Outcome::Forbidden => FORBIDDEN,
         Outcome::Invalid => USAGE,
         Outcome::Unavailable => UNAVAILABLE,
+        Outcome::Limited => LIMITED,
         // Outcome is non-exhaustive: a class added later is a failure until mapped here.
         _ => FAILURE,
     }

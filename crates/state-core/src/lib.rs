@@ -23,6 +23,7 @@ pub mod occ;
 pub mod ops;
 pub mod plan;
 pub mod queue;
+pub mod rate;
 pub mod reservation;
 pub mod semaphore;
 pub mod session;

@@ -95,6 +95,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub max_watches_per_caller: usize,
 
+    /// Changes per second each token may make (REST and /mcp together), for tokens whose entry
+    /// in the --auth file sets no `writes_per_second`; more are answered 429 with Retry-After
+    #[arg(long, value_name = "N", requires = "auth")]
+    pub writes_per_second_per_token: Option<f64>,
+
     /// Also write the log to this file (private, 0600; kept under 1 MiB by rotating it to
     /// FILE.1), for a server run under a service manager or in the background
     #[arg(long, env = "STATE_HTTP_LOG_FILE", value_name = "FILE")]

@@ -156,6 +156,34 @@ impl Metrics {
     }
 }
 
+/// Each token's write quota and the writes it had refused, by token name.
+fn quotas(out: &mut String, tokens: &state_api::auth::Tokens) {
+    let quotas: Vec<_> = tokens.write_quotas().collect();
+    if quotas.is_empty() {
+        return;
+    }
+    out.push_str("# HELP state_token_write_quota_per_second Writes per second each token may make.\n");
+    out.push_str("# TYPE state_token_write_quota_per_second gauge\n");
+    for (name, quota) in &quotas {
+        let _ = writeln!(
+            out,
+            "state_token_write_quota_per_second{{token=\"{}\"}} {}",
+            escape(name),
+            quota.figures().writes_per_second
+        );
+    }
+    out.push_str("# HELP state_token_writes_refused_total Writes refused because the token was past its quota.\n");
+    out.push_str("# TYPE state_token_writes_refused_total counter\n");
+    for (name, quota) in &quotas {
+        let _ = writeln!(
+            out,
+            "state_token_writes_refused_total{{token=\"{}\"}} {}",
+            escape(name),
+            quota.figures().writes_refused
+        );
+    }
+}
+
 fn gauge(out: &mut String, name: &str, help: &str, value: f64) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}");
 }
@@ -184,6 +212,7 @@ fn by_status(status: StatusCode) -> &'static str {
         403 => "forbidden",
         404 => "not_found",
         413 => "too_large",
+        429 => "limited",
         400..=499 => "invalid",
         _ => "unavailable",
     }
@@ -205,7 +234,11 @@ pub(crate) async fn metrics(
         return crate::problem::http_problem(StatusCode::FORBIDDEN, "forbidden", &detail);
     }
     let health = health(&service).await;
-    let mut response = service.metrics.render(health.as_ref()).into_response();
+    let mut text = service.metrics.render(health.as_ref());
+    if let Some(tokens) = &service.tokens {
+        quotas(&mut text, tokens);
+    }
+    let mut response = text.into_response();
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));

@@ -31,6 +31,7 @@ pub(crate) fn status(outcome: Outcome, code: Option<ErrorCode>, on_conflict: OnC
         (Outcome::Fenced, _) => StatusCode::CONFLICT,
         (Outcome::Forbidden, _) => StatusCode::FORBIDDEN,
         (Outcome::Invalid, _) => StatusCode::BAD_REQUEST,
+        (Outcome::Limited, _) => StatusCode::TOO_MANY_REQUESTS,
         (Outcome::Unavailable, _) => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
@@ -53,7 +54,14 @@ pub(crate) fn reply(reply: Reply, on_conflict: OnConflict) -> Response {
 
 /// A problem document from an error.
 pub(crate) fn problem(status: StatusCode, error: &ApiError) -> Response {
-    problem_response(status, document(status, error))
+    let mut response = problem_response(status, document(status, error));
+    // Whole seconds, rounded up: a client that waits as told is not refused again.
+    if let Some(millis) = error.retry_after_ms
+        && let Ok(value) = HeaderValue::from_str(&millis.div_ceil(1000).max(1).to_string())
+    {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
 }
 
 /// An error's problem document, for a response or an event stream.
@@ -67,6 +75,9 @@ pub(crate) fn document(status: StatusCode, error: &ApiError) -> Map<String, Valu
     }
     if let Some(resume_after) = error.resume_after {
         body.insert("resume_after".into(), json!(resume_after));
+    }
+    if let Some(millis) = error.retry_after_ms {
+        body.insert("retry_after_ms".into(), json!(millis));
     }
     body
 }

@@ -40,6 +40,8 @@ pub enum RunError {
     Panicked,
     #[error(transparent)]
     MemoryFile(#[from] state_api::memory_file::MemoryFileError),
+    #[error("{0}")]
+    Quota(String),
 }
 
 /// The tokens `--auth` names; refuses a non-loopback address without them (unless
@@ -50,7 +52,12 @@ pub fn tokens(args: &ServeArgs) -> Result<Option<Arc<Tokens>>, RunError> {
     }
     let Some(path) = &args.auth else { return Ok(None) };
     use std::os::unix::fs::PermissionsExt;
-    let tokens = Tokens::load(path)?;
+    let mut tokens = Tokens::load(path)?;
+    if let Some(per_second) = args.writes_per_second_per_token {
+        tokens = tokens
+            .with_default_write_rate(state_core::rate::Rate::per_second(per_second))
+            .map_err(|why| RunError::Quota(format!("--writes-per-second-per-token: {why}")))?;
+    }
     if std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
         tracing::warn!(file = %path.display(), "the tokens file is readable by other users; `chmod 600` it");
     }

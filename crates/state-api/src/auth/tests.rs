@@ -216,3 +216,49 @@ fn the_readmes_tokens_example_is_a_valid_tokens_file() {
         "the curl example's token"
     );
 }
+
+#[test]
+fn a_token_may_carry_a_write_quota_and_bad_ones_are_refused_by_name() {
+    let with = |extra: &str| {
+        format!(
+            "[[token]]\nname = \"t\"\nsecret = \"t-secret-0123456789ab\"\nprefixes = [\"\"]\nrights = [\"write\"]\n{extra}"
+        )
+    };
+    let tokens = Tokens::parse(&with("writes_per_second = 20\n")).unwrap();
+    let quota = tokens.authenticate("t-secret-0123456789ab").unwrap().write_quota().unwrap().figures();
+    assert_eq!((quota.writes_per_second, quota.write_burst), (20.0, 20.0), "a second's worth by default");
+    let burst = Tokens::parse(&with("writes_per_second = 0.5\nwrite_burst = 3\n")).unwrap();
+    assert_eq!(burst.write_quotas().next().unwrap().1.figures().write_burst, 3.0);
+    for (bad, says) in [
+        ("writes_per_second = 0\n", "positive"),
+        ("writes_per_second = -3\n", "positive"),
+        ("writes_per_second = 5\nwrite_burst = 0.5\n", "at least 1"),
+        ("write_burst = 5\n", "needs writes_per_second"),
+    ] {
+        let error = Tokens::parse(&with(bad)).unwrap_err();
+        assert!(error.contains("token `t`") && error.contains(says), "{bad}: {error}");
+    }
+    // A server-wide default fills in for tokens without their own, and only for them.
+    let two = format!(
+        "{}\n[[token]]\nname = \"u\"\nsecret = \"u-secret-0123456789ab\"\nprefixes = [\"\"]\nrights = [\"read\"]\n",
+        with("writes_per_second = 20\n")
+    );
+    let defaulted =
+        Tokens::parse(&two).unwrap().with_default_write_rate(state_core::rate::Rate::per_second(7.0)).unwrap();
+    let rates: Vec<_> =
+        defaulted.write_quotas().map(|(name, q)| (name.to_owned(), q.figures().writes_per_second)).collect();
+    assert_eq!(rates, [("t".to_owned(), 20.0), ("u".to_owned(), 7.0)]);
+}
+
+#[test]
+fn a_write_past_the_quota_is_refused_and_reads_are_not_counted() {
+    let file = "[[token]]\nname = \"t\"\nsecret = \"t-secret-0123456789ab\"\nprefixes = [\"\"]\nrights = [\"write\"]\nwrites_per_second = 0.001\nwrite_burst = 2\n";
+    let principal = Tokens::parse(file).unwrap().authenticate("t-secret-0123456789ab").cloned().unwrap();
+    assert!(principal.take_write().is_ok() && principal.take_write().is_ok());
+    let refused = principal.take_write().unwrap_err();
+    assert_eq!(refused.code, ErrorCode::QuotaExceeded);
+    assert!(refused.retry_after_ms.is_some_and(|ms| ms > 900_000), "{refused:?}");
+    // A clone (every request's copy of the principal) draws on the same allowance.
+    assert!(principal.clone().take_write().is_err());
+    assert_eq!(principal.write_quota().unwrap().figures().writes_refused, 2);
+}

@@ -42,6 +42,18 @@ pub struct HealthResult {
     /// their connections' `application_name`; absent when the URL sets one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<u64>,
+    /// The calling token's own quota, where it has one: its rate and what was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<TokenQuota>,
+}
+
+/// A token's write quota as this server holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenQuota {
+    pub writes_per_second: f64,
+    pub write_burst: f64,
+    /// Writes refused for the rate since this server started.
+    pub writes_refused: u64,
 }
 
 /// How the engine's writes have been batched and committed since it started.

@@ -152,3 +152,96 @@ fn a_listen_from_a_foreign_page_is_refused_before_it_starts_anything() {
         problem(&response, 403, code);
     }
 }
+
+/// A tokens file where team-b may make 5 writes a second (bursts of 5); team-a has no quota.
+fn with_write_quota(place: &Place) -> std::path::PathBuf {
+    let text = crate::TOKENS
+        .replace("prefixes = [\"team-b/\"]\n", "prefixes = [\"team-b/\"]\nwrites_per_second = 5\nwrite_burst = 5\n");
+    assert_ne!(text, crate::TOKENS);
+    let path = place.tokens.with_file_name("quota.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A tenant past its write quota is refused at once, with when to retry, before its write
+/// reaches the store; another tenant's writes and its own reads go on; the refusals show in
+/// its `state_health` and in `/metrics`; after waiting as told it writes again.
+#[test]
+fn a_token_past_its_write_quota_is_refused_with_retry_after_and_no_one_else_is() {
+    let place = Place::new();
+    let tokens = with_write_quota(&place);
+    let server = place.serve(&["--auth", &tokens.to_string_lossy(), "--tools", "all"]);
+    let team_b = server.client().with_token(crate::TEAM_B);
+    let team_a = server.client().with_token(crate::TEAM_A);
+    let mut accepted = 0;
+    let mut refused = None;
+    for i in 0..20 {
+        let response = team_b.request("PUT", &format!("/v1/kv/team-b/k{i}"), &[], Some(b"1")).unwrap();
+        match response.status {
+            200 => accepted += 1,
+            429 => refused = Some(response),
+            other => panic!("unexpected {other}: {}", response.text()),
+        }
+    }
+    // The burst, and at most what refilled while the loop ran.
+    assert!((5..=7).contains(&accepted), "accepted {accepted}");
+    let refused = refused.expect("some were refused");
+    let body = problem(&refused, 429, "quota_exceeded");
+    let retry_after: u64 = refused.header("retry-after").expect("Retry-After").parse().unwrap();
+    assert_eq!(retry_after, 1, "200 ms rounded up to whole seconds");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.contains("team-b") && detail.contains("5 writes per second"), "{detail}");
+    assert!(body["retry_after_ms"].as_u64().is_some_and(|ms| ms <= 200), "{body}");
+
+    // Nothing refused was written: the store holds exactly the accepted keys.
+    let listed = expect(&team_b.get("/v1/kv?prefix=team-b/").unwrap(), 200);
+    assert_eq!(listed["entries"].as_array().unwrap().len(), accepted);
+    // Others write on, and team-b still reads.
+    for i in 0..20 {
+        expect(&team_a.request("PUT", &format!("/v1/kv/team-a/k{i}"), &[], Some(b"1")).unwrap(), 200);
+    }
+    expect(&team_b.get("/v1/kv/team-b/k0").unwrap(), 200);
+    // Its own health says where it stands; /metrics says it to the operator.
+    let health = expect(&team_b.get("/v1/health").unwrap(), 200);
+    assert_eq!(health["quota"]["writes_per_second"], 5.0);
+    assert_eq!(health["quota"]["writes_refused"].as_u64(), Some(20 - accepted as u64), "{health}");
+    assert!(expect(&team_a.get("/v1/health").unwrap(), 200).get("quota").is_none(), "team-a has none");
+    let metrics = server.client().with_token(crate::ADMIN).get("/metrics").unwrap().text();
+    let refused_line = format!("state_token_writes_refused_total{{token=\"team-b\"}} {}", 20 - accepted);
+    assert!(metrics.contains(&refused_line), "{metrics}");
+    assert!(metrics.contains("route=\"/v1/kv/{*key}\",method=\"PUT\",outcome=\"limited\""), "{metrics}");
+
+    // Waiting as told is enough.
+    std::thread::sleep(Duration::from_secs(retry_after));
+    expect(&team_b.request("PUT", "/v1/kv/team-b/after", &[], Some(b"1")).unwrap(), 200);
+}
+
+/// The quota is the token's, whichever door it comes through: /mcp's tools share it with REST,
+/// and a refused tool call is an error that names the limit.
+#[test]
+fn a_write_quota_holds_over_mcp_too() {
+    let place = Place::new();
+    let tokens = with_write_quota(&place);
+    let server = place.serve(&["--auth", &tokens.to_string_lossy()]);
+    let team_b = server.client().with_token(crate::TEAM_B);
+    for i in 0..5 {
+        expect(&team_b.request("PUT", &format!("/v1/kv/team-b/rest{i}"), &[], Some(b"1")).unwrap(), 200);
+    }
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "state_set", "arguments": {"key": "team-b/over-mcp", "value": 1}}});
+    let headers = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "quota", "version": "1"}}});
+    let opened = team_b.request("POST", "/mcp", &headers, Some(init.to_string().as_bytes())).unwrap();
+    let session = opened.header("mcp-session-id").expect("a session").to_owned();
+    let mut with_session = headers.to_vec();
+    with_session.push(("Mcp-Session-Id", &session));
+    with_session.push(("MCP-Protocol-Version", "2025-11-25"));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    team_b.request("POST", "/mcp", &with_session, Some(initialized.to_string().as_bytes())).unwrap();
+    let answer = team_b.request("POST", "/mcp", &with_session, Some(call.to_string().as_bytes())).unwrap();
+    let text = answer.text();
+    assert!(text.contains("\"isError\":true") && text.contains("5 writes per second"), "{text}");
+    let written = server.client().with_token(crate::ADMIN).get("/v1/kv/team-b/over-mcp").unwrap();
+    assert_eq!(written.status, 404, "the refused tool call wrote nothing");
+}

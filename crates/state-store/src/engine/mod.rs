@@ -665,6 +665,7 @@ impl Engine {
                 }),
                 watchers: Some(watchers),
                 replicas: txn.replicas()?,
+                quota: None,
             })
         })
         .await

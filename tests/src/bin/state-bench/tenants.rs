@@ -30,6 +30,9 @@ secret = "team-b-secret-0123456789"
 prefixes = ["team-b/"]
 rights = ["read", "write"]
 "#;
+/// team-b's quota in the second half: a rate a team of agents can live with, far below what
+/// 64 writers without pause would take.
+const TEAM_B_QUOTA: &str = "writes_per_second = 200\n";
 const TEAM_A: &str = "team-a-secret-0123456789";
 const TEAM_B: &str = "team-b-secret-0123456789";
 
@@ -45,22 +48,10 @@ pub(crate) fn run(server: &Path, duration: Duration) -> Result<()> {
          did. Latencies are team-a's, each over {duration:?}.\n"
     );
     let dir = tempfile_dir::Dir::new()?;
-    let tokens = dir.path().join("tokens.toml");
-    std::fs::write(&tokens, TOKENS)?;
-    let db = dir.path().join("tenants.redb").to_string_lossy().into_owned();
-    let runtime = dir.path().join("run").to_string_lossy().into_owned();
-    let tokens = tokens.to_string_lossy().into_owned();
-    let server = HttpServer::start(
-        server,
-        &["--db", &db, "--auth", &tokens, "--owner-idle", "1s"],
-        &[("STATE_RUNTIME_DIR", &runtime)],
-    )?;
-    let victim = server.client().with_token(TEAM_A);
-    let attacker = server.client().with_token(TEAM_B);
-    prefill_reservations(&attacker)?;
-
+    let unlimited = serve(server, &dir, "open", TOKENS)?;
     println!("| team-b meanwhile | p50 | p99 | p99 / alone | team-a writes |");
     println!("|---|---:|---:|---:|---:|");
+    let victim = unlimited.client().with_token(TEAM_A);
     let alone = measure(&victim, duration, || Ok(Vec::new()))?;
     report("nothing", &alone, &alone);
     let attacks: [(&str, Attack); 3] = [
@@ -69,17 +60,58 @@ pub(crate) fn run(server: &Path, duration: Duration) -> Result<()> {
         ("64 writers without pause (heavy, not hostile)", write_flood),
     ];
     for (name, attack) in attacks {
-        let result = measure(&victim, duration, || {
-            let stop = Arc::new(AtomicBool::new(false));
-            let threads = attack(&server, &attacker, &stop);
-            // The attack takes hold before team-a is measured.
-            std::thread::sleep(Duration::from_millis(500));
-            Ok(vec![(stop, threads)])
-        })?;
+        let result = under_attack(&unlimited, duration, attack)?;
+        report(name, &result, &alone);
+    }
+    drop(unlimited);
+
+    // The same, with team-b held to its quota: its refused writes are answered 429 before they
+    // reach the store.
+    let limited_tokens =
+        TOKENS.replace("prefixes = [\"team-b/\"]\n", &format!("prefixes = [\"team-b/\"]\n{TEAM_B_QUOTA}"));
+    anyhow::ensure!(limited_tokens != TOKENS, "team-b's entry was not found to give it a quota");
+    let limited = serve(server, &dir, "quota", &limited_tokens)?;
+    let victim = limited.client().with_token(TEAM_A);
+    let alone = measure(&victim, duration, || Ok(Vec::new()))?;
+    report(&format!("nothing (team-b's token: `{}`)", TEAM_B_QUOTA.trim()), &alone, &alone);
+    let attacks: [(&str, Attack); 2] = [
+        ("the same reservation storm, at its quota", reserve_storm),
+        ("64 writers without pause, at its quota", write_flood),
+    ];
+    for (name, attack) in attacks {
+        let result = under_attack(&limited, duration, attack)?;
         report(name, &result, &alone);
     }
     println!();
     Ok(())
+}
+
+/// A state-http on a fresh database of its own, with `tokens`, and team-b's reservations
+/// prefilled.
+fn serve(server: &Path, dir: &tempfile_dir::Dir, name: &str, tokens: &str) -> Result<HttpServer> {
+    let tokens_file = dir.path().join(format!("{name}.toml"));
+    std::fs::write(&tokens_file, tokens)?;
+    let db = dir.path().join(format!("{name}.redb")).to_string_lossy().into_owned();
+    let runtime = dir.path().join(format!("{name}-run")).to_string_lossy().into_owned();
+    let tokens_file = tokens_file.to_string_lossy().into_owned();
+    let server = HttpServer::start(
+        server,
+        &["--db", &db, "--auth", &tokens_file, "--owner-idle", "1s"],
+        &[("STATE_RUNTIME_DIR", &runtime)],
+    )?;
+    prefill_reservations(&server.client().with_token(TEAM_B))?;
+    Ok(server)
+}
+
+fn under_attack(server: &HttpServer, duration: Duration, attack: Attack) -> Result<Measured> {
+    let (victim, attacker) = (server.client().with_token(TEAM_A), server.client().with_token(TEAM_B));
+    measure(&victim, duration, || {
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = attack(server, &attacker, &stop);
+        // The attack takes hold before team-a is measured.
+        std::thread::sleep(Duration::from_millis(500));
+        Ok(vec![(stop, threads)])
+    })
 }
 
 /// Starts an attack by team-b, which runs until told to stop.
