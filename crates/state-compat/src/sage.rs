@@ -74,6 +74,7 @@ pub struct SaveCheckpointResult {
 #[serde(deny_unknown_fields)]
 pub struct ListCheckpointsArgs {
     #[serde(default = "ten")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skill: Option<String>,

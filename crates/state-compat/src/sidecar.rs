@@ -43,6 +43,7 @@ pub struct StateSetArgs {
     pub key: String,
     pub value: Value,
     #[serde(default)]
+    #[schemars(range(min = 1, max = 315_360_000))]
     pub ttl_seconds: Option<u64>,
     #[serde(default)]
     pub agent_id: Option<String>,
@@ -193,6 +194,7 @@ pub fn claim_result(
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CheckpointArgs {
     pub run_id: String,
+    #[schemars(range(min = 1))]
     pub step: u64,
     pub output: Value,
 }
@@ -250,6 +252,7 @@ pub fn status_result(run: &RunSummary) -> StatusResult {
 pub struct LeaseArgs {
     pub resource_id: String,
     pub holder_id: String,
+    #[schemars(range(min = 1, max = 315_360_000))]
     pub ttl_seconds: u64,
 }
 
@@ -357,6 +360,7 @@ pub struct HistoryArgs {
     #[serde(default)]
     pub key: Option<String>,
     #[serde(default = "ten")]
+    #[schemars(range(min = 1))]
     pub n: usize,
 }
 

@@ -8,4 +8,5 @@
 
 mod http;
 mod owner;
+mod schemas;
 mod watch;

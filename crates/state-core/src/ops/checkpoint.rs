@@ -398,6 +398,7 @@ pub struct CheckpointSearchRequest {
     pub workspace: Option<String>,
     /// 1 to 100 (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
     pub limit: Option<usize>,
 }
 

@@ -114,6 +114,7 @@ pub struct HistoryRequest {
     pub since_revision: Option<u64>,
     /// Most events to return, 1 to 1000 (default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub n: Option<usize>,
     /// Include values of puts (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -107,9 +107,11 @@ pub struct KnowledgeRecallRequest {
     pub scope: Option<String>,
     /// Token budget for the whole answer's context (default 2000, at most 32000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 32000))]
     pub max_tokens: Option<usize>,
     /// Most notes (default 10, at most 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 50))]
     pub limit: Option<usize>,
 }
 
@@ -181,6 +183,7 @@ pub struct KnowledgeListRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,

@@ -20,6 +20,7 @@ pub struct GetRequest {
     pub key: String,
     /// Read this past version (from history) instead of the current one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub version: Option<u64>,
     /// Read the key as it was at this store revision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -218,6 +219,7 @@ pub struct DeleteRequest {
     pub key: String,
     /// Only delete if the current version is N (N >= 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub expected_version: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
@@ -274,6 +276,7 @@ pub struct ListRequest {
     pub prefix: String,
     /// Page size, 1 to 1000 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
     /// `next_cursor` from the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -103,6 +103,7 @@ pub struct NameListRequest {
     pub prefix: String,
     /// Names per page, 1 to 1000 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,

@@ -33,6 +33,7 @@ pub struct QueueSendRequest {
     pub body: Value,
     /// 0 to 9 (default 0); higher is received first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 9))]
     pub priority: Option<u8>,
     /// Seconds before it can be received (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,6 +46,7 @@ pub struct QueueSendRequest {
     pub ttl_seconds: Option<f64>,
     /// Receives before it moves to `<queue>.dead` (default 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub max_attempts: Option<u32>,
     /// Who sent it, shown to the receiver.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -267,6 +269,7 @@ pub struct QueueRedriveRequest {
     pub queue: String,
     /// Most messages moved, 1 to 1000 (default 100), oldest first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
@@ -312,6 +315,7 @@ pub struct QueuePeekRequest {
     pub queue: String,
     /// Most messages listed, 1 to 1000 (default 20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
 }
 

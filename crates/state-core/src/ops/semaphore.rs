@@ -23,6 +23,7 @@ pub struct SemaphoreAcquireRequest {
     pub name: String,
     pub holder_id: String,
     /// How many holders at once, 1 to 1000. Every holder must agree on it.
+    #[schemars(range(min = 1, max = 1000))]
     pub capacity: u32,
     /// Seconds until the permit expires unless renewed.
     pub ttl_seconds: f64,

@@ -49,6 +49,7 @@ pub struct SessionSaveResult {
 pub struct SessionRestoreRequest {
     pub session_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub version: Option<u64>,
 }
 
@@ -89,6 +90,7 @@ pub struct SessionListRequest {
     #[serde(default)]
     pub prefix: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,

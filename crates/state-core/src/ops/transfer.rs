@@ -44,6 +44,7 @@ pub struct DumpedRecord {
 pub struct ExportRequest {
     /// Page size, 1 to 1000 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
     /// `next_cursor` from the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -33,6 +33,7 @@ pub struct WatchRequest {
     pub timeout_seconds: Option<f64>,
     /// Most events returned, 1 to 1000 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub max_events: Option<usize>,
     /// Include values of puts (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]

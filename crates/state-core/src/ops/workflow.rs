@@ -137,12 +137,14 @@ pub struct CreateRunRequest {
     pub input: Value,
     /// Claims allowed before the run fails for good (default 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub max_attempts: Option<u32>,
     /// Runs that must complete before this one can be claimed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depends_on: Vec<String>,
     /// 0 to 9 (default 0); claim takes higher first, then older.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 9))]
     pub priority: Option<u8>,
     /// Seconds before it can be claimed (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,6 +158,7 @@ pub struct CreateRunRequest {
     pub concurrency_key: Option<String>,
     /// With concurrency_key: how many may run at once (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub concurrency_limit: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
@@ -348,6 +351,7 @@ pub struct CheckpointRequest {
     pub agent_id: String,
     pub token: u64,
     /// Steps count from 1 and advance by one. Re-sending a recorded step with the same output is harmless.
+    #[schemars(range(min = 1))]
     pub step: u64,
     #[serde(default)]
     pub output: Value,
@@ -722,6 +726,7 @@ pub struct ListRunsRequest {
     pub tags: BTreeMap<String, String>,
     /// Page size, 1 to 1000 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
@@ -748,6 +753,7 @@ pub struct DiscoverRequest {
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,

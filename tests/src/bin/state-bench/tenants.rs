@@ -74,9 +74,10 @@ pub(crate) fn run(server: &Path, duration: Duration) -> Result<()> {
     let victim = limited.client().with_token(TEAM_A);
     let alone = measure(&victim, duration, || Ok(Vec::new()))?;
     report(&format!("nothing (team-b's token: `{}`)", TEAM_B_QUOTA.trim()), &alone, &alone);
-    let attacks: [(&str, Attack); 2] = [
-        ("the same reservation storm, at its quota", reserve_storm),
-        ("64 writers without pause, at its quota", write_flood),
+    let attacks: [(&str, Attack); 3] = [
+        ("the same reservation storm, at its quota (refusals ignored)", reserve_storm),
+        ("64 writers without pause, at its quota (refusals ignored: a request flood)", write_flood),
+        ("64 writers waiting as each refusal's Retry-After says", polite_write_flood),
     ];
     for (name, attack) in attacks {
         let result = under_attack(&limited, duration, attack)?;
@@ -214,6 +215,20 @@ fn stream_flood(
 }
 
 fn write_flood(_: &HttpServer, attacker: &HttpClient, stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<()>> {
+    writers(attacker, stop, false)
+}
+
+fn polite_write_flood(
+    _: &HttpServer,
+    attacker: &HttpClient,
+    stop: &Arc<AtomicBool>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    writers(attacker, stop, true)
+}
+
+/// 64 writers without pause; `polite` ones wait as a 429's Retry-After says (in steps, so
+/// they stop when told).
+fn writers(attacker: &HttpClient, stop: &Arc<AtomicBool>, polite: bool) -> Vec<std::thread::JoinHandle<()>> {
     let written = Arc::new(AtomicU64::new(0));
     (0..64)
         .map(|t| {
@@ -221,7 +236,17 @@ fn write_flood(_: &HttpServer, attacker: &HttpClient, stop: &Arc<AtomicBool>) ->
             std::thread::spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
                     let n = written.fetch_add(1, Ordering::Relaxed);
-                    let _ = attacker.request("PUT", &format!("/v1/kv/team-b/w{t}-{}", n % 1000), &[], Some(b"2"));
+                    let answer = attacker.request("PUT", &format!("/v1/kv/team-b/w{t}-{}", n % 1000), &[], Some(b"2"));
+                    let wait = match answer {
+                        Ok(response) if polite && response.status == 429 => {
+                            response.header("retry-after").and_then(|s| s.parse::<u64>().ok()).unwrap_or(1)
+                        }
+                        _ => 0,
+                    };
+                    let until = Instant::now() + Duration::from_secs(wait);
+                    while Instant::now() < until && !stop.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
                 }
             })
         })
