@@ -15,6 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use state_api::Outcome;
+use state_api::auth::QuotaFigures;
 use state_api::catalog::Operation;
 
 use crate::Service;
@@ -156,31 +157,28 @@ impl Metrics {
     }
 }
 
+/// A metric family: its name, kind, help, and how its value is read off `T`.
+type Family<T> = (&'static str, &'static str, &'static str, fn(&T) -> f64);
+
 /// Each token's write quota and the writes it had refused, by token name.
 fn quotas(out: &mut String, tokens: &state_api::auth::Tokens) {
-    let quotas: Vec<_> = tokens.write_quotas().collect();
-    if quotas.is_empty() {
+    let figures: Vec<_> = tokens.write_quotas().map(|(name, quota)| (escape(name), quota.figures())).collect();
+    if figures.is_empty() {
         return;
     }
-    out.push_str("# HELP state_token_write_quota_per_second Writes per second each token may make.\n");
-    out.push_str("# TYPE state_token_write_quota_per_second gauge\n");
-    for (name, quota) in &quotas {
-        let _ = writeln!(
-            out,
-            "state_token_write_quota_per_second{{token=\"{}\"}} {}",
-            escape(name),
-            quota.figures().writes_per_second
-        );
-    }
-    out.push_str("# HELP state_token_writes_refused_total Writes refused because the token was past its quota.\n");
-    out.push_str("# TYPE state_token_writes_refused_total counter\n");
-    for (name, quota) in &quotas {
-        let _ = writeln!(
-            out,
-            "state_token_writes_refused_total{{token=\"{}\"}} {}",
-            escape(name),
-            quota.figures().writes_refused
-        );
+    let families: [Family<QuotaFigures>; 2] = [
+        ("state_token_write_quota_per_second", "gauge", "Writes per second each token may make.", |f| {
+            f.writes_per_second
+        }),
+        ("state_token_writes_refused_total", "counter", "Writes refused because the token was past its quota.", |f| {
+            f.writes_refused as f64
+        }),
+    ];
+    for (name, kind, help, value) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (token, quota) in &figures {
+            let _ = writeln!(out, "{name}{{token=\"{token}\"}} {}", value(quota));
+        }
     }
 }
 

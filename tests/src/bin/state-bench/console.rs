@@ -16,7 +16,7 @@ use state_core::ops::workflow::{ClaimRequest, ClaimStatus, CompleteRequest, Crea
 use state_e2e::HttpServer;
 use state_store::Engine;
 
-use crate::{open_engine, tempfile_dir};
+use crate::{Rng, open_engine, tempfile_dir};
 
 const TEAMS: usize = 10;
 const AGENTS: usize = 10;
@@ -147,13 +147,8 @@ async fn populate(dir: &tempfile_dir::Dir) -> Result<()> {
 /// and some left running, so the graph shows every state.
 async fn graph(engine: &Engine) -> Result<()> {
     let mut ids: Vec<String> = Vec::new();
-    let mut rng = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = |n: usize| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        (rng % n as u64) as usize
-    };
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut next = |n: usize| rng.below(n);
     for i in 0..GRAPH {
         let depends_on = if i < 8 { Vec::new() } else { (0..1 + next(2)).map(|_| ids[next(i)].clone()).collect() };
         let req = CreateRunRequest { name: format!("step-{i}"), input: json!(i), depends_on, ..Default::default() };

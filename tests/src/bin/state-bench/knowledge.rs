@@ -13,31 +13,11 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use state_core::ops::knowledge::{KnowledgeRecallRequest, KnowledgeSaveRequest};
 
-use crate::{ms, open_engine, percentile, tempfile_dir};
+use crate::{Rng, ms, open_engine, percentile, tempfile_dir};
 
 const CORPUS: &str = include_str!("../../../../crates/state-store/tests/data/knowledge_corpus.json");
 const WRITERS: usize = 64;
 const QUERIES: usize = 300;
-
-/// A small deterministic generator (xorshift64*), so every run measures the same notes.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 /// Words of the corpus, most frequent first, with Zipf cumulative weights.
 struct Vocabulary {
