@@ -4,7 +4,7 @@ use crate::catalog::Operation;
 use serde_json::Value;
 use state_core::ops::watch::WatchRequest;
 
-use crate::auth::{self, Need, Principal};
+use crate::auth::{self, Caller, Need, Principal};
 use crate::http::{HttpConfig, HttpError, HttpRemote};
 use crate::local::Local;
 use crate::remote::{self, JoinConfig, JoinError, Joined, Remote};
@@ -53,22 +53,19 @@ impl Api {
         crate::Pages::new(self.clone(), op, args)
     }
 
-    /// Runs one operation for `principal`, after checking that its token covers everything the
-    /// call touches; `None` is a caller with full access (a local process of the same user).
-    pub async fn call_as(&self, principal: Option<&Principal>, op: Operation, args: Value) -> Reply {
-        self.call_with(principal, None, op, args).await
+    /// Runs one operation for `caller`, after checking that its token (if it is one) covers
+    /// everything the call touches.
+    pub async fn call_as(&self, caller: &Caller, op: Operation, args: Value) -> Reply {
+        self.call_with(caller, None, op, args).await
     }
 
     /// [`Api::call_as`], giving a mutating call `request_id` as its idempotency key unless its
     /// arguments carry one (the REST `Idempotency-Key` header, a client's own retries).
-    pub async fn call_with(
-        &self,
-        principal: Option<&Principal>,
-        request_id: Option<String>,
-        op: Operation,
-        args: Value,
-    ) -> Reply {
-        let Some(principal) = principal else { return self.dispatch(op, args, request_id).await };
+    pub async fn call_with(&self, caller: &Caller, request_id: Option<String>, op: Operation, args: Value) -> Reply {
+        let principal = match caller {
+            Caller::LocalUser => return self.dispatch(op, args, request_id).await,
+            Caller::Token(principal) => principal,
+        };
         match self.authorize(principal, op, auth::needs(op, &args)).await {
             Ok(()) => {}
             Err(Denied::Refused(refused)) => return Reply::error(refused),
@@ -99,10 +96,10 @@ impl Api {
         }
     }
 
-    /// Watches the changes `request` covers, for `principal` (`None`: full access). Fails at
-    /// once if the token does not cover them or history after `after_revision` is compacted.
-    pub async fn watch(&self, principal: Option<&Principal>, mut request: WatchRequest) -> Result<Watcher, ApiError> {
-        if let Some(principal) = principal {
+    /// Watches the changes `request` covers, for `caller`. Fails at once if its token does not
+    /// cover them or history after `after_revision` is compacted.
+    pub async fn watch(&self, caller: &Caller, mut request: WatchRequest) -> Result<Watcher, ApiError> {
+        if let Caller::Token(principal) = caller {
             match self.authorize(principal, Operation::StateWatch, auth::watch_needs(&request)).await {
                 Ok(()) => {}
                 Err(Denied::Refused(refused)) => return Err(refused),
@@ -122,9 +119,9 @@ impl Api {
     /// [`Api::watch`], for a follower that wants every change and no `watch_lagged`: when the
     /// watch falls behind it watches again after the last revision it delivered (ending only
     /// if history was compacted past it), as an inspector or a resource subscription wants.
-    pub async fn follow(&self, principal: Option<&Principal>, request: WatchRequest) -> Result<Watcher, ApiError> {
-        let watcher = self.watch(principal, request.clone()).await?;
-        Ok(watcher.followed(self.clone(), principal.cloned(), request))
+    pub async fn follow(&self, caller: &Caller, request: WatchRequest) -> Result<Watcher, ApiError> {
+        let watcher = self.watch(caller, request.clone()).await?;
+        Ok(watcher.followed(self.clone(), caller.clone(), request))
     }
 
     /// Writes a consistent copy of the store, as of its last commit, to a new file at `path`

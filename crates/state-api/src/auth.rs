@@ -50,6 +50,37 @@ pub struct Principal {
     write_quota: Option<Arc<WriteQuota>>,
 }
 
+/// Who makes a call, always stated: there is no "unknown, so everything" caller.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Caller {
+    /// A process of the same OS user on this machine (a stdio server, `statectl`, a server
+    /// serving loopback without tokens): every right, as the database file's owner has.
+    LocalUser,
+    /// A token, with what its entry grants and nothing more.
+    Token(Principal),
+}
+
+impl Caller {
+    /// An HTTP request that reached a handler without an authenticated caller (a path that
+    /// needs none, or a bug): a token that covers nothing, so every call it makes is refused.
+    pub fn nobody() -> Caller {
+        Caller::Token(Principal {
+            name: "unauthenticated".into(),
+            prefixes: Vec::new(),
+            right: Right::Read,
+            write_quota: None,
+        })
+    }
+
+    /// The token, for a caller that has one.
+    pub fn token(&self) -> Option<&Principal> {
+        match self {
+            Caller::LocalUser => None,
+            Caller::Token(principal) => Some(principal),
+        }
+    }
+}
+
 /// Two principals are the same token: name, scope and quota (its use so far aside).
 impl PartialEq for Principal {
     fn eq(&self, other: &Principal) -> bool {

@@ -7,7 +7,7 @@ mod resume;
 use state_core::ops::watch::{WatchBatch, WatchRequest};
 
 use crate::api::Api;
-use crate::auth::Principal;
+use crate::auth::Caller;
 use crate::catalog::Operation;
 use crate::http::HttpRemote;
 use crate::local::engine_error;
@@ -33,7 +33,7 @@ enum Inner {
 /// What a followed watch needs to start over after the revision it reached.
 struct Again {
     api: Api,
-    principal: Option<Principal>,
+    caller: Caller,
     request: WatchRequest,
     /// The revision to start again after, once the watch lagged.
     pending: Option<u64>,
@@ -53,8 +53,8 @@ impl Watcher {
     }
 
     /// Makes this watch start again after the last revision it delivered whenever it lags.
-    pub(crate) fn followed(mut self, api: Api, principal: Option<Principal>, request: WatchRequest) -> Watcher {
-        self.again = Some(Again { api, principal, request, pending: None });
+    pub(crate) fn followed(mut self, api: Api, caller: Caller, request: WatchRequest) -> Watcher {
+        self.again = Some(Again { api, caller, request, pending: None });
         self
     }
 
@@ -72,7 +72,7 @@ impl Watcher {
                 // A burst of writes outran this watch: watch again from where it stopped, so
                 // no change is missed. History compacted past that point ends it (`compacted`).
                 let request = WatchRequest { after_revision: Some(resume_after), ..again.request.clone() };
-                let resumed = again.api.watch(again.principal.as_ref(), request).await;
+                let resumed = again.api.watch(&again.caller, request).await;
                 again.pending = None;
                 match resumed {
                     Ok(resumed) => self.inner = resumed.inner,

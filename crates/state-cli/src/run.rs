@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
+use state_api::auth::Caller;
 use state_api::catalog::Operation;
 use state_api::{Api, HttpError, Reply};
 use state_boot::reach::{self, ReachError, SETTLE_AT_A_PROMPT};
@@ -267,7 +268,7 @@ fn print_raw(reply: Reply) -> u8 {
 
 /// Prints each change as it is committed until `count` changes or Ctrl-C.
 async fn watch(api: &Api, request: WatchRequest, count: Option<u64>, json: bool) -> u8 {
-    let mut watcher = match api.watch(None, request).await {
+    let mut watcher = match api.watch(&Caller::LocalUser, request).await {
         Ok(watcher) => watcher,
         Err(error) => {
             eprintln!("statectl: {}", error.message);

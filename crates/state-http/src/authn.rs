@@ -7,6 +7,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
+use state_api::auth::Caller;
+
 use crate::Service;
 use crate::problem::http_problem;
 
@@ -14,8 +16,19 @@ use crate::problem::http_problem;
 /// no data: the console asks for a token before it reads any).
 const PUBLIC: [&str; 5] = ["/healthz", "/openapi.json", "/", "/console/app.js", "/console/style.css"];
 
+/// The caller a handler acts for: the one authentication put in the request, or, where it put
+/// none (a path anyone may read), a caller whose every call is refused.
+pub(crate) fn caller(found: Option<axum::Extension<Caller>>) -> Caller {
+    found.map_or_else(Caller::nobody, |found| found.0)
+}
+
 pub(crate) async fn authenticate(State(service): State<Service>, mut request: Request, next: Next) -> Response {
-    let Some(tokens) = service.tokens.as_deref() else { return next.run(request).await };
+    let Some(tokens) = service.tokens.as_deref() else {
+        // Without tokens the server serves loopback only (or `--insecure`): its callers are
+        // the machine's own, with every right, as a local process has.
+        request.extensions_mut().insert(Caller::LocalUser);
+        return next.run(request).await;
+    };
     if PUBLIC.contains(&request.uri().path()) {
         return next.run(request).await;
     }
@@ -33,6 +46,7 @@ pub(crate) async fn authenticate(State(service): State<Service>, mut request: Re
     let principal = presented.and_then(|secret| tokens.authenticate(secret)).cloned();
     match principal {
         Some(principal) => {
+            request.extensions_mut().insert(Caller::Token(principal.clone()));
             request.extensions_mut().insert(principal);
             next.run(request).await
         }

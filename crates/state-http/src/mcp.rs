@@ -8,7 +8,7 @@ use std::time::Duration;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use state_api::Options;
-use state_api::auth::Principal;
+use state_api::auth::{Caller, Principal};
 use state_mcp::StateServer;
 
 use axum::response::IntoResponse;
@@ -134,8 +134,8 @@ pub(crate) async fn listen_first(
         Ok(body) => body,
         Err(_) => return axum::http::StatusCode::PAYLOAD_TOO_LARGE.into_response(),
     };
-    let principal = parts.extensions.get::<Principal>().cloned();
-    if let Some(refused) = handler.start_listen(&body, principal.as_ref(), &mut parts.extensions).await {
+    let caller = parts.extensions.get::<Caller>().cloned().unwrap_or_else(Caller::nobody);
+    if let Some(refused) = handler.start_listen(&body, &caller, &mut parts.extensions).await {
         return axum::Json(refused).into_response();
     }
     let response = next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(body))).await;

@@ -7,7 +7,7 @@
 use rmcp::ErrorData as McpError;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
 use serde_json::{Value, json};
-use state_api::auth::Principal;
+use state_api::auth::Caller;
 use state_api::catalog::Operation;
 use state_api::{Api, ApiError, Options, Outcome};
 use state_core::ops::history::HistoryKind;
@@ -118,7 +118,7 @@ pub(crate) fn templates(options: &Options) -> Vec<ResourceTemplate> {
 /// `resources/read`: a doc's text, or a record as the JSON its read tool returns.
 pub(crate) async fn read(
     api: &Api,
-    principal: Option<&Principal>,
+    caller: &Caller,
     options: &Options,
     uri: &str,
 ) -> Result<ResourceContents, McpError> {
@@ -132,7 +132,7 @@ pub(crate) async fn read(
         (_, Some(read)) => read,
         (_, None) => return Err(not_found("it cannot be read")),
     };
-    let reply = api.call_as(principal, op, args).await;
+    let reply = api.call_as(caller, op, args).await;
     match (reply.outcome, reply.body) {
         (Outcome::NotFound, _) => Err(not_found("it does not exist")),
         (_, Ok(body)) => {
@@ -158,11 +158,11 @@ pub(crate) fn error_for(uri: &str, error: &ApiError) -> McpError {
 /// at a time. The cursor is `<prefix index>:<state_list cursor>`, opaque to clients.
 pub(crate) async fn list(
     api: &Api,
-    principal: Option<&Principal>,
+    caller: &Caller,
     options: &Options,
     cursor: Option<&str>,
 ) -> Result<(Vec<Resource>, Option<String>), McpError> {
-    let prefixes: Vec<String> = match principal {
+    let prefixes: Vec<String> = match caller.token() {
         // Keys are listed only where keys are served.
         _ if !options.serves_group(Operation::StateGet.spec().group) => Vec::new(),
         Some(principal) => principal.prefixes().to_vec(),
@@ -183,7 +183,7 @@ pub(crate) async fn list(
     };
     while let Some(prefix) = prefixes.get(index) {
         let args = json!({ "prefix": prefix, "limit": KEYS_PER_PAGE, "cursor": inner });
-        let reply = api.call_as(principal, Operation::StateList, args).await;
+        let reply = api.call_as(caller, Operation::StateList, args).await;
         let page: ListResult = match reply.body.map(serde_json::from_value) {
             Ok(Ok(page)) => page,
             Ok(Err(e)) => return Err(McpError::internal_error(format!("cannot read a key listing: {e}"), None)),

@@ -14,7 +14,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
-use state_api::auth::Principal;
+use state_api::auth::Caller;
 use state_api::catalog::{Operation, ToolGroup};
 use state_api::{Api, Options};
 
@@ -75,12 +75,7 @@ impl StateServer {
     /// listen. Anything else is left alone. `Some` is the JSON-RPC error to answer instead,
     /// before anything is acknowledged, when a resource cannot be followed or there are too
     /// many.
-    pub async fn start_listen(
-        &self,
-        body: &[u8],
-        principal: Option<&Principal>,
-        extensions: &mut http::Extensions,
-    ) -> Option<Value> {
+    pub async fn start_listen(&self, body: &[u8], caller: &Caller, extensions: &mut http::Extensions) -> Option<Value> {
         #[derive(serde::Deserialize)]
         struct Listen {
             id: Value,
@@ -92,7 +87,7 @@ impl StateServer {
             notifications: SubscriptionFilter,
         }
         let listen = serde_json::from_slice::<Listen>(body).ok().filter(|l| l.method == "subscriptions/listen")?;
-        match self.follow_listened(&listen.params.notifications, principal).await {
+        match self.follow_listened(&listen.params.notifications, caller).await {
             Ok(followed) => {
                 extensions.insert(subscriptions::Started::new(followed));
                 None
@@ -105,10 +100,10 @@ impl StateServer {
     pub(crate) async fn follow_listened(
         &self,
         requested: &SubscriptionFilter,
-        principal: Option<&Principal>,
+        caller: &Caller,
     ) -> Result<Vec<subscriptions::Changes>, McpError> {
         let uris = requested.resource_subscriptions.as_deref().unwrap_or_default();
-        subscriptions::follow_all(&self.api, principal, &self.options, uris).await
+        subscriptions::follow_all(&self.api, caller, &self.options, uris).await
     }
 
     /// The groups this request's session enabled. A session is the legacy protocol's (one
@@ -147,7 +142,7 @@ impl StateServer {
         let started = Instant::now();
         // Boxed: rmcp moves each request's future into a task, and an unboxed dispatch future
         // (every operation's state inline) made that copy a sixth of the CPU of a call.
-        let reply = Box::pin(self.api.call_as(principal(context), op, args)).await;
+        let reply = Box::pin(self.api.call_as(&caller(context), op, args)).await;
         tracing::debug!(
             tool = op.name(),
             outcome = reply.outcome.name(),
@@ -193,11 +188,16 @@ pub(crate) fn in_session(context: &RequestContext<RoleServer>) -> bool {
     context.peer.peer_info().is_some()
 }
 
-/// The caller over HTTP (the transport attached the request's parts, holding the principal
-/// the auth layer found); under stdio there is none, and the caller is a local process of
+/// Who a request is from. Over HTTP the transport attached the request's parts, holding the caller
+/// the auth layer found; under stdio there are none, and the caller is a local process of
 /// the same user.
-pub(crate) fn principal(context: &RequestContext<RoleServer>) -> Option<&Principal> {
-    context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<Principal>())
+pub(crate) fn caller(context: &RequestContext<RoleServer>) -> Caller {
+    match context.extensions.get::<http::request::Parts>() {
+        // Over HTTP: the caller the server authenticated, or one whose every call is refused.
+        Some(parts) => parts.extensions.get::<Caller>().cloned().unwrap_or_else(Caller::nobody),
+        // Over stdio: the process that started this one, as the same user.
+        None => Caller::LocalUser,
+    }
 }
 
 const INSTRUCTIONS: &str = "Durable, versioned key-value state shared by every agent using this server. \
@@ -307,7 +307,7 @@ impl ServerHandler for StateServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (resources, next) = resources::list(&self.api, principal(&context), &self.options, cursor).await?;
+        let (resources, next) = resources::list(&self.api, &caller(&context), &self.options, cursor).await?;
         let mut result =
             ListResourcesResult::with_all_items(resources).with_ttl_ms(0).with_cache_scope(CacheScope::Private);
         result.next_cursor = next;
@@ -329,7 +329,7 @@ impl ServerHandler for StateServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let contents = resources::read(&self.api, principal(&context), &self.options, &request.uri).await?;
+        let contents = resources::read(&self.api, &caller(&context), &self.options, &request.uri).await?;
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
@@ -355,7 +355,7 @@ impl ServerHandler for StateServer {
             .and_then(|started| started.take());
         let followed = match started {
             Some(followed) => followed,
-            None => self.follow_listened(context.accepted(), principal(request)).await?,
+            None => self.follow_listened(context.accepted(), &caller(request)).await?,
         };
         let (changed, mut changes) = tokio::sync::mpsc::channel::<String>(64);
         let mut following = tokio::task::JoinSet::new();
@@ -402,7 +402,7 @@ impl ServerHandler for StateServer {
                 None,
             ));
         }
-        let followed = subscriptions::follow(&self.api, principal(&context), &self.options, &request.uri).await?;
+        let followed = subscriptions::follow(&self.api, &caller(&context), &self.options, &request.uri).await?;
         let Some(resource) = followed else { return Ok(()) };
         let peer = context.peer.clone();
         let task = tokio::spawn(resource.forward(move |uri| {

@@ -15,7 +15,7 @@ use rmcp::model::{ClientNotification, ClientRequest, ProtocolVersion, ServerConf
 use rmcp::service::{NotificationContext, RequestContext, Service};
 use rmcp::{ErrorData as McpError, RoleServer};
 
-use crate::server::{StateServer, in_session, principal};
+use crate::server::{StateServer, caller, in_session};
 use crate::subscriptions::Started;
 
 /// One session's (or one stateless request's) [`StateServer`], as rmcp serves it.
@@ -41,7 +41,7 @@ impl Service<RoleServer> for McpService {
             && !in_session(&context)
         {
             // Refused here, before anything is acknowledged, if one resource cannot be followed.
-            let followed = self.handler.follow_listened(&listen.params.notifications, principal(&context)).await?;
+            let followed = self.handler.follow_listened(&listen.params.notifications, &caller(&context)).await?;
             context.extensions.insert(Started::new(followed));
         }
         Service::handle_request(&self.handler, request, context).await

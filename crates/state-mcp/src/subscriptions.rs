@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ErrorData as McpError;
-use state_api::auth::Principal;
+use state_api::auth::Caller;
 use state_api::{Api, ErrorCode, Options, Watcher};
 use state_core::ops::watch::WatchRequest;
 use tokio::task::AbortHandle;
@@ -92,7 +92,7 @@ impl Started {
 /// of this server are left out, as the acknowledgment leaves them out.
 pub(crate) async fn follow_all(
     api: &Api,
-    principal: Option<&Principal>,
+    caller: &Caller,
     options: &Options,
     uris: &[String],
 ) -> Result<Vec<Changes>, McpError> {
@@ -111,7 +111,7 @@ pub(crate) async fn follow_all(
         if Target::parse(uri, options).is_none() || followed.iter().any(|changes| &changes.uri == uri) {
             continue;
         }
-        if let Some(changes) = follow(api, principal, options, uri).await? {
+        if let Some(changes) = follow(api, caller, options, uri).await? {
             followed.push(changes);
         }
     }
@@ -121,7 +121,7 @@ pub(crate) async fn follow_all(
 /// The changes to one subscribed resource.
 pub(crate) struct Changes {
     api: Api,
-    principal: Option<Principal>,
+    caller: Caller,
     uri: String,
     request: WatchRequest,
     watcher: Watcher,
@@ -132,7 +132,7 @@ pub(crate) struct Changes {
 /// an error for a URI that names nothing or that the caller may not read.
 pub(crate) async fn follow(
     api: &Api,
-    principal: Option<&Principal>,
+    caller: &Caller,
     options: &Options,
     uri: &str,
 ) -> Result<Option<Changes>, McpError> {
@@ -145,9 +145,9 @@ pub(crate) async fn follow(
     let Some(request) = target.watch() else { return Ok(None) };
     // Followed: a subscriber that falls behind a burst of writes watches on from where it
     // stopped, and only hears that the resource changed.
-    let watcher = api.follow(principal, request.clone()).await.map_err(|e| resources::error_for(uri, &e))?;
-    let principal = principal.cloned();
-    Ok(Some(Changes { api: api.clone(), principal, uri: uri.to_owned(), request, watcher, ended: false }))
+    let watcher = api.follow(caller, request.clone()).await.map_err(|e| resources::error_for(uri, &e))?;
+    let caller = caller.clone();
+    Ok(Some(Changes { api: api.clone(), caller, uri: uri.to_owned(), request, watcher, ended: false }))
 }
 
 impl Changes {
@@ -195,7 +195,7 @@ impl Changes {
             // changed, and following on from now is enough, since the client reads it as it is.
             Some(Err(error)) if error.code == ErrorCode::Compacted => {
                 let request = WatchRequest { after_revision: None, ..self.request.clone() };
-                match self.api.follow(self.principal.as_ref(), request).await {
+                match self.api.follow(&self.caller, request).await {
                     Ok(watcher) => {
                         self.watcher = watcher;
                         true

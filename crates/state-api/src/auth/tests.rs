@@ -262,3 +262,19 @@ fn a_write_past_the_quota_is_refused_and_reads_are_not_counted() {
     assert!(principal.clone().take_write().is_err());
     assert_eq!(principal.write_quota().unwrap().figures().writes_refused, 2);
 }
+
+#[test]
+fn a_caller_nobody_authenticated_may_do_nothing() {
+    let Caller::Token(nobody) = Caller::nobody() else { panic!("nobody is a token that covers nothing") };
+    for (op, args) in [
+        (Operation::StateGet, json!({"key": "x"})),
+        (Operation::StateList, json!({"prefix": ""})),
+        (Operation::StateSet, json!({"key": "team-a/x", "value": 1})),
+        (Operation::StateReset, json!({"confirm": "wipe everything"})),
+    ] {
+        let needs = needs(op, &args);
+        assert!(!needs.is_empty(), "{op:?} needs something");
+        assert!(needs.iter().any(|need| check(&nobody, op, need, None).is_err()), "{op:?} is refused");
+    }
+    assert_eq!(Caller::LocalUser.token(), None);
+}

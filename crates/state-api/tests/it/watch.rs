@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use serde_json::json;
+use state_api::auth::Caller;
 use state_api::catalog::Operation;
 use state_api::owner::Owner;
 use state_api::{Api, ErrorCode, Options, Settings, Watcher};
@@ -56,7 +57,7 @@ async fn a_joined_watcher_sees_exactly_the_changes_under_its_prefix() {
     let (stop, serving) = place.serve().await;
     let watching = place.join(Options::default(), WAIT).await;
     let writing = place.join(Options::default(), WAIT).await;
-    let mut watcher = watching.watch(None, prefix("p/", None)).await.unwrap();
+    let mut watcher = watching.watch(&Caller::LocalUser, prefix("p/", None)).await.unwrap();
     let start = watcher.position();
     let mut expected = Vec::new();
     for i in 0..40 {
@@ -78,7 +79,7 @@ async fn a_joined_watch_resumes_on_a_replacement_owner_without_gap_or_repeat() {
     let (stop, serving) = place.serve().await;
     let watching = place.join(Options::default(), WAIT).await;
     let writing = place.join(Options::default(), WAIT).await;
-    let mut watcher = watching.watch(None, prefix("p/", Some(0))).await.unwrap();
+    let mut watcher = watching.watch(&Caller::LocalUser, prefix("p/", Some(0))).await.unwrap();
     let mut expected = Vec::new();
     for i in 0..3 {
         expected.push((set(&writing, &format!("p/{i}"), i).await, format!("p/{i}"), json!(i)));
@@ -109,14 +110,14 @@ async fn a_joined_watcher_hears_bad_requests_compaction_and_falling_behind() {
     let api = place.join(Options::default(), WAIT).await;
 
     let both = WatchRequest { key: Some("k".into()), prefix: Some("p".into()), ..WatchRequest::default() };
-    let invalid = api.watch(None, both).await.err().expect("key and prefix together are refused");
+    let invalid = api.watch(&Caller::LocalUser, both).await.err().expect("key and prefix together are refused");
     assert_eq!(invalid.code, ErrorCode::InvalidInput, "{invalid:?}");
 
     // A watcher that stops reading (its owner may send it only a little ahead): the writers
     // go on without it.
     let stalled = Settings { watch_buffer_bytes: Some(2_000), ..Settings::default() };
     let reader = place.join_with(Options::default(), WAIT, stalled).await;
-    let mut stuck = reader.watch(None, prefix("bulk/", None)).await.unwrap();
+    let mut stuck = reader.watch(&Caller::LocalUser, prefix("bulk/", None)).await.unwrap();
     let start = stuck.position();
     let writes = (0..3000).map(|i| {
         let api = api.clone();
@@ -128,7 +129,7 @@ async fn a_joined_watcher_hears_bad_requests_compaction_and_falling_behind() {
     // steps, so a watch may first meet a compaction still on its way there).
     let compacted = tokio::time::timeout(WAIT, async {
         loop {
-            match api.watch(None, prefix("bulk/", Some(1))).await {
+            match api.watch(&Caller::LocalUser, prefix("bulk/", Some(1))).await {
                 Err(error) if error.compacted_revision.is_some_and(|c| c >= last - 5) => return error,
                 Err(error) if error.code == ErrorCode::Compacted => {
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -189,7 +190,7 @@ async fn a_joined_watcher_that_stops_reading_gets_every_change_once_it_reads_aga
     let settings = Settings { watch_buffer_bytes: Some(300_000), ..Settings::default() };
     let watching = place.join_with(Options::default(), WAIT, settings).await;
     let writing = place.join(Options::default(), WAIT).await;
-    let mut stalled = watching.watch(None, prefix("big/", None)).await.unwrap();
+    let mut stalled = watching.watch(&Caller::LocalUser, prefix("big/", None)).await.unwrap();
     let start = stalled.position();
     let value = json!("x".repeat(100_000));
     let mut expected = Vec::new();
@@ -211,8 +212,8 @@ async fn a_followed_watcher_that_falls_behind_goes_on_where_it_stopped() {
     let backend = std::sync::Arc::new(state_store::RedbBackend::in_memory().unwrap());
     let engine = state_store::Engine::new(backend, std::sync::Arc::new(state_store::SystemClock), config).unwrap();
     let api = Api::local(state_api::Local::standalone(engine));
-    let mut plain = api.watch(None, prefix("bulk/", None)).await.unwrap();
-    let mut followed = api.follow(None, prefix("bulk/", None)).await.unwrap();
+    let mut plain = api.watch(&Caller::LocalUser, prefix("bulk/", None)).await.unwrap();
+    let mut followed = api.follow(&Caller::LocalUser, prefix("bulk/", None)).await.unwrap();
     let start = followed.position();
     let mut expected = Vec::new();
     for i in 0..60 {

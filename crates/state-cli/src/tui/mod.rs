@@ -20,6 +20,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use state_api::Api;
+use state_api::auth::Caller;
 use state_api::catalog::Operation;
 use state_core::UnixMillis;
 use state_core::ops::NameListRequest;
@@ -73,7 +74,7 @@ async fn inspect(api: &Arc<Api>, target: String, scope: Arc<str>) -> Result<u8> 
     let watch_request =
         WatchRequest { prefix: Some(scope.to_string()), include_values: Some(false), ..WatchRequest::default() };
     // Followed: a burst of writes that outruns the watch does not stop live updates.
-    let watcher = api.follow(None, watch_request).await;
+    let watcher = api.follow(&Caller::LocalUser, watch_request).await;
     let mut terminal = terminal::Terminal::enter()?;
     spawn_input(tx.clone());
     tokio::spawn(load_keys(Arc::clone(api), Arc::clone(&scope), tx.clone()));

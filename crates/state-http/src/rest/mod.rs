@@ -17,15 +17,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, on, post};
 use bytes::Bytes;
 use serde_json::{Map, Value};
-use state_api::auth::Principal;
+use state_api::auth::Caller;
 use state_api::catalog::Operation;
 use state_api::{ApiError, ErrorCode, Outcome};
 use tower_http::timeout::TimeoutLayer;
 
 use self::params::QueryTypes;
 use self::routes::{Body, Flavor, Route};
-use crate::Service;
 use crate::problem::{self, OnConflict};
+use crate::{Service, authn};
 
 /// The idempotency key of a mutating request, as HTTP spells it.
 const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -59,7 +59,7 @@ struct Prepared {
 async fn handle(
     prepared: Arc<Prepared>,
     State(service): State<Service>,
-    principal: Option<axum::Extension<Principal>>,
+    caller: Option<axum::Extension<Caller>>,
     Path(path): Path<HashMap<String, String>>,
     Query(query): Query<Vec<(String, String)>>,
     headers: HeaderMap,
@@ -75,8 +75,7 @@ async fn handle(
         Ok(parsed) => parsed,
         Err(error) => return problem::problem(StatusCode::BAD_REQUEST, &error),
     };
-    let principal = principal.as_ref().map(|p| &p.0);
-    let reply = service.api.call_with(principal, request_id, route.op, Value::Object(args)).await;
+    let reply = service.api.call_with(&authn::caller(caller), request_id, route.op, Value::Object(args)).await;
     let version = reply.body.as_ref().ok().and_then(|r| r.get("version")).and_then(Value::as_u64);
     match route.flavor {
         Flavor::Plain(on_conflict) => problem::reply(reply, on_conflict),
@@ -211,7 +210,7 @@ fn set_etag(response: &mut Response, version: Option<u64>) {
 /// answer is `{outcome, result}` or `{outcome, error}`.
 async fn call(
     service: State<Service>,
-    principal: Option<axum::Extension<Principal>>,
+    caller: Option<axum::Extension<Caller>>,
     Path((profile, name)): Path<(String, String)>,
     headers: HeaderMap,
     body: Bytes,
@@ -220,13 +219,13 @@ async fn call(
         let detail = format!("no operation `{profile}/{name}`: operations are named like native/state_get");
         return problem::http_problem(StatusCode::NOT_FOUND, "unknown_operation", &detail);
     };
-    run_call(service, principal, op, headers, body).await
+    run_call(service, caller, op, headers, body).await
 }
 
 /// The seam route for `op`: the body is its arguments, the answer a [`state_api::Reply`].
 async fn run_call(
     State(service): State<Service>,
-    principal: Option<axum::Extension<Principal>>,
+    caller: Option<axum::Extension<Caller>>,
     op: Operation,
     headers: HeaderMap,
     body: Bytes,
@@ -253,8 +252,7 @@ async fn run_call(
         Ok(key) => key,
         Err(error) => return problem::problem(StatusCode::BAD_REQUEST, &error),
     };
-    let principal = principal.as_ref().map(|p| &p.0);
-    let reply = service.api.call_with(principal, request_id, op, args).await;
+    let reply = service.api.call_with(&authn::caller(caller), request_id, op, args).await;
     let status = match &reply.body {
         Ok(_) => StatusCode::OK,
         Err(error) => problem::status(reply.outcome, Some(error.code), OnConflict::Conflict),

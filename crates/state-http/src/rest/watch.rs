@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::Stream;
 use serde_json::{Map, Value, json};
-use state_api::auth::Principal;
+use state_api::auth::Caller;
 use state_api::catalog::Operation;
 use state_api::{ApiError, ErrorCode, Outcome, Reply, Watcher};
 use state_core::ops::watch::{WatchBatch, WatchRequest};
@@ -38,13 +38,13 @@ pub(crate) fn router() -> Router<Service> {
     // escapes the request timeout.
     Router::new().route("/v1/watch", get(watch)).route(
         "/v1/call/native/state_watch",
-        post(|state, principal, headers, body| super::run_call(state, principal, Operation::StateWatch, headers, body)),
+        post(|state, caller, headers, body| super::run_call(state, caller, Operation::StateWatch, headers, body)),
     )
 }
 
 async fn watch(
     State(service): State<Service>,
-    principal: Option<axum::Extension<Principal>>,
+    caller: Option<axum::Extension<Caller>>,
     peer: Option<axum::Extension<crate::quotas::Peer>>,
     Query(query): Query<Vec<(String, String)>>,
     headers: HeaderMap,
@@ -56,12 +56,12 @@ async fn watch(
         Ok(request) => request,
         Err(error) => return problem::problem(StatusCode::BAD_REQUEST, &error),
     };
-    let principal = principal.as_ref().map(|p| &p.0);
-    let held = match service.quotas.watch(principal, peer.map(|p| p.0)) {
+    let caller = crate::authn::caller(caller);
+    let held = match service.quotas.watch(caller.token(), peer.map(|p| p.0)) {
         Ok(held) => held,
         Err(refused) => return crate::quotas::too_many(refused),
     };
-    let watcher = match service.api.watch(principal, request).await {
+    let watcher = match service.api.watch(&caller, request).await {
         Ok(watcher) => watcher,
         Err(mut error) => {
             // This route calls the watch's starting point `from_revision`: say it so.

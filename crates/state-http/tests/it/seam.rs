@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use state_api::auth::Caller;
 use state_api::catalog::Operation;
 use state_api::{Api, ErrorCode, HttpConfig, JoinConfig, Local, Options, Outcome, OwnerLauncher, Settings};
 use state_core::ops::watch::WatchRequest;
@@ -62,7 +63,7 @@ async fn story(api: &Api, through: &str) {
 
     // A watch sees the changes under its prefix, in order, once.
     let request = WatchRequest { prefix: Some("w/".into()), ..WatchRequest::default() };
-    let mut watcher = api.watch(None, request).await.unwrap();
+    let mut watcher = api.watch(&Caller::LocalUser, request).await.unwrap();
     let mut written = Vec::new();
     for i in 0..3 {
         ok(api, Operation::StateSet, json!({"key": "elsewhere", "value": i})).await;

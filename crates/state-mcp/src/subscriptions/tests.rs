@@ -16,7 +16,10 @@ async fn changes_waiting_together_make_one_notice_and_later_ones_another() {
             assert_eq!(reply.outcome, state_api::Outcome::Ok);
         }
     };
-    let mut changes = follow(&api, None, &Options::default(), "state://kv/hot").await.unwrap().unwrap();
+    let mut changes = follow(&api, &state_api::auth::Caller::LocalUser, &Options::default(), "state://kv/hot")
+        .await
+        .unwrap()
+        .unwrap();
     for value in 0..10 {
         set(value).await;
     }
