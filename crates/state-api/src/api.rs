@@ -66,7 +66,14 @@ impl Api {
             Caller::LocalUser => return self.dispatch(op, args, request_id).await,
             Caller::Token(principal) => principal,
         };
-        match self.authorize(principal, op, auth::needs(op, &args)).await {
+        // Parsed as the store will parse it (with the caller's defaults filled in), then
+        // authorized: a call that does not parse is refused before anything else.
+        let args = crate::workspace::fill(op, args);
+        let needs = match auth::needs(op, &args) {
+            Ok(needs) => needs,
+            Err(invalid) => return Reply::error(invalid),
+        };
+        match self.authorize(principal, op, needs).await {
             Ok(()) => {}
             Err(Denied::Refused(refused)) => return Reply::error(refused),
             Err(Denied::NotYours(run_id)) => {
@@ -181,7 +188,11 @@ impl Api {
         }
         let args = replace_strings(args, run_id, &absent);
         // The rest of what the call touches is checked as always.
-        if let Err(denied) = Box::pin(self.authorize(principal, op, auth::needs(op, &args))).await {
+        let needs = match auth::needs(op, &args) {
+            Ok(needs) => needs,
+            Err(invalid) => return Reply::error(invalid),
+        };
+        if let Err(denied) = Box::pin(self.authorize(principal, op, needs)).await {
             return match denied {
                 Denied::Refused(refused) => Reply::error(refused),
                 Denied::NotYours(other) => Box::pin(self.as_if_absent(principal, op, args, request_id, &other)).await,

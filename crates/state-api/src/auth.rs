@@ -397,12 +397,16 @@ pub(crate) enum Need {
 
 /// What `op` with `args` touches, as its declaration in the catalog says. Arguments that do
 /// not parse yield no needs: the call then fails on its arguments without touching anything.
-pub(crate) fn needs(op: Operation, args: &Value) -> Vec<Need> {
+/// What a call needs its token to cover, read off its typed request: arguments that do not
+/// parse are refused here, before anything is authorized or run (never taken to need nothing).
+pub(crate) fn needs(op: Operation, args: &Value) -> Result<Vec<Need>, ApiError> {
     let whole_store = |right| vec![Need::Prefix(String::new(), right)];
     match op.spec().needs() {
-        Needs::Typed(rule) => rule(args).unwrap_or_default(),
-        Needs::WholeStore => whole_store(if op.is_mutating() { Right::Write } else { Right::Read }),
-        Needs::WholeStoreAdmin => whole_store(Right::Admin),
+        Needs::Typed(rule) => rule(args).map_err(|message| {
+            ApiError::new(ErrorCode::InvalidArguments, format!("invalid arguments for `{}`: {message}", op.name()))
+        }),
+        Needs::WholeStore => Ok(whole_store(if op.is_mutating() { Right::Write } else { Right::Read })),
+        Needs::WholeStoreAdmin => Ok(whole_store(Right::Admin)),
     }
 }
 

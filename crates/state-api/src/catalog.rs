@@ -438,7 +438,7 @@ pub(crate) enum Runner {
 pub(crate) enum Needs {
     /// Read off the request; arguments that do not parse need nothing, as the call then fails
     /// on them without touching anything.
-    Typed(fn(&Value) -> Option<Vec<Need>>),
+    Typed(fn(&Value) -> Result<Vec<Need>, String>),
     /// The whole store, with the right the effect asks for: the replaced servers' argument
     /// shapes name no prefixes to check.
     WholeStore,
@@ -575,10 +575,10 @@ macro_rules! adapter {
 /// What a token must cover, read off the typed request.
 macro_rules! typed_needs {
     ($req:ty, $rule:expr) => {{
-        fn needs(args: &Value) -> Option<Vec<Need>> {
-            let request = <$req as serde::Deserialize>::deserialize(args).ok()?;
+        fn needs(args: &Value) -> Result<Vec<Need>, String> {
+            let request = <$req as serde::Deserialize>::deserialize(args).map_err(|e| e.to_string())?;
             let rule: fn(&$req) -> Vec<Need> = $rule;
-            Some(rule(&request))
+            Ok(rule(&request))
         }
         Needs::Typed(needs)
     }};

@@ -28,7 +28,7 @@ fn principal(secret: &str) -> Principal {
 
 fn allowed(secret: &str, op: Operation, args: serde_json::Value) -> bool {
     let principal = principal(secret);
-    needs(op, &args).iter().all(|need| check(&principal, op, need, Some("team-a/job")).is_ok())
+    needs(op, &args).unwrap().iter().all(|need| check(&principal, op, need, Some("team-a/job")).is_ok())
 }
 
 #[test]
@@ -196,7 +196,7 @@ fn a_wipe_in_a_replaced_servers_shape_needs_admin_like_ours() {
     let writer = Tokens::parse(file).unwrap().authenticate("writer-secret-0123456789").cloned().unwrap();
     for op in [Operation::StateReset, Operation::SidecarReset] {
         let args = json!({"confirm": "DELETE EVERYTHING"});
-        let refused = needs(op, &args).iter().any(|need| check(&writer, op, need, None).is_err());
+        let refused = needs(op, &args).unwrap().iter().any(|need| check(&writer, op, need, None).is_err());
         assert!(refused, "{} with a write token", op.id());
     }
     assert!(allowed("root-secret-0123456789ab", Operation::SidecarReset, json!({})));
@@ -272,9 +272,23 @@ fn a_caller_nobody_authenticated_may_do_nothing() {
         (Operation::StateSet, json!({"key": "team-a/x", "value": 1})),
         (Operation::StateReset, json!({"confirm": "wipe everything"})),
     ] {
-        let needs = needs(op, &args);
+        let needs = needs(op, &args).unwrap();
         assert!(!needs.is_empty(), "{op:?} needs something");
         assert!(needs.iter().any(|need| check(&nobody, op, need, None).is_err()), "{op:?} is refused");
     }
     assert_eq!(Caller::LocalUser.token(), None);
+}
+
+#[test]
+fn arguments_that_do_not_parse_need_no_less_they_are_refused() {
+    for (op, args) in [
+        (Operation::StateGet, json!({"key": 5})),
+        (Operation::StateSet, json!({"key": "team-a/x"})),
+        (Operation::StateTxn, json!({"success": "not a list"})),
+        (Operation::WorkflowClaim, json!({"agent_id": "w", "run_id": ["a", "b"]})),
+    ] {
+        let refused = needs(op, &args).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::InvalidArguments, "{op:?}");
+        assert!(refused.message.contains(op.name()), "{}", refused.message);
+    }
 }
