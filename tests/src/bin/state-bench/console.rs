@@ -11,12 +11,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
-use state_core::ops::kv::SetRequest;
 use state_core::ops::workflow::{ClaimRequest, ClaimStatus, CompleteRequest, CreateRunRequest, FailRequest};
 use state_e2e::HttpServer;
 use state_store::Engine;
 
-use crate::{Rng, open_engine, tempfile_dir};
+use crate::{Rng, open_engine, tempfile_dir, write_keys};
 
 const TEAMS: usize = 10;
 const AGENTS: usize = 10;
@@ -101,25 +100,15 @@ fn which(name: &str) -> Option<std::path::PathBuf> {
 
 async fn populate(dir: &tempfile_dir::Dir) -> Result<()> {
     let engine = open_engine(dir)?;
-    let writers = 64;
-    let mut tasks = Vec::new();
-    for w in 0..writers {
-        let engine = engine.clone();
-        tasks.push(tokio::spawn(async move {
-            for i in (w..TEAMS * AGENTS * KEYS_PER_AGENT).step_by(writers) {
-                let (team, agent, n) = (i / (AGENTS * KEYS_PER_AGENT), i / KEYS_PER_AGENT % AGENTS, i % KEYS_PER_AGENT);
-                let key = format!("team-{team:02}/agent-{agent:02}/key-{n:04}");
-                engine.set(SetRequest::new(key, json!({"n": i, "note": "x".repeat(40)}))).await?;
-            }
-            anyhow::Ok(())
-        }));
-    }
-    for task in tasks {
-        task.await??;
-    }
+    write_keys(&engine, TEAMS * AGENTS * KEYS_PER_AGENT, |i| {
+        let (team, agent, n) = (i / (AGENTS * KEYS_PER_AGENT), i / KEYS_PER_AGENT % AGENTS, i % KEYS_PER_AGENT);
+        (format!("team-{team:02}/agent-{agent:02}/key-{n:04}"), json!({"n": i, "note": "x".repeat(40)}))
+    })
+    .await?;
     graph(&engine).await?;
     // The other runs are independent and pending, created concurrently after the graph (runs
     // list in creation order, so the graph is the runs view's first page).
+    let writers = 64;
     let mut tasks = Vec::new();
     for w in 0..writers {
         let engine = engine.clone();

@@ -836,3 +836,24 @@ impl Rng {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
+
+/// Writes keys `0..count` (named and valued by `entry`) with 64 concurrent writers, so group
+/// commit fills a large store in seconds.
+pub(crate) async fn write_keys(engine: &Engine, count: usize, entry: fn(usize) -> (String, Value)) -> Result<()> {
+    let writers = 64;
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let engine = engine.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (w..count).step_by(writers) {
+                let (key, value) = entry(i);
+                engine.set(SetRequest::new(key, value)).await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    Ok(())
+}

@@ -48,21 +48,19 @@ pub(crate) fn run(server: &Path, duration: Duration) -> Result<()> {
          did. Latencies are team-a's, each over {duration:?}.\n"
     );
     let dir = tempfile_dir::Dir::new()?;
-    let unlimited = serve(server, &dir, "open", TOKENS)?;
     println!("| team-b meanwhile | p50 | p99 | p99 / alone | team-a writes |");
     println!("|---|---:|---:|---:|---:|");
-    let victim = unlimited.client().with_token(TEAM_A);
-    let alone = measure(&victim, duration, || Ok(Vec::new()))?;
-    report("nothing", &alone, &alone);
-    let attacks: [(&str, Attack); 3] = [
-        ("3 loops of a 32-pattern exclusive reservation against 2,048 wide shared patterns", reserve_storm),
-        ("64 watch streams and 256 trickled requests (its whole share)", stream_flood),
-        ("64 writers without pause (heavy, not hostile)", write_flood),
-    ];
-    for (name, attack) in attacks {
-        let result = under_attack(&unlimited, duration, attack)?;
-        report(name, &result, &alone);
-    }
+    let unlimited = serve(server, &dir, "open", TOKENS)?;
+    compare(
+        &unlimited,
+        duration,
+        "nothing",
+        &[
+            ("3 loops of a 32-pattern exclusive reservation against 2,048 wide shared patterns", reserve_storm),
+            ("64 watch streams and 256 trickled requests (its whole share)", stream_flood),
+            ("64 writers without pause (heavy, not hostile)", write_flood),
+        ],
+    )?;
     drop(unlimited);
 
     // The same, with team-b held to its quota: its refused writes are answered 429 before they
@@ -71,19 +69,29 @@ pub(crate) fn run(server: &Path, duration: Duration) -> Result<()> {
         TOKENS.replace("prefixes = [\"team-b/\"]\n", &format!("prefixes = [\"team-b/\"]\n{TEAM_B_QUOTA}"));
     anyhow::ensure!(limited_tokens != TOKENS, "team-b's entry was not found to give it a quota");
     let limited = serve(server, &dir, "quota", &limited_tokens)?;
-    let victim = limited.client().with_token(TEAM_A);
+    compare(
+        &limited,
+        duration,
+        &format!("nothing (team-b's token: `{}`)", TEAM_B_QUOTA.trim()),
+        &[
+            ("the same reservation storm, at its quota (refusals ignored)", reserve_storm),
+            ("64 writers without pause, at its quota (refusals ignored: a request flood)", write_flood),
+            ("64 writers waiting as each refusal's Retry-After says", polite_write_flood),
+        ],
+    )?;
+    println!();
+    Ok(())
+}
+
+/// team-a alone on `server`, then under each attack: one table row each.
+fn compare(server: &HttpServer, duration: Duration, alone_label: &str, attacks: &[(&str, Attack)]) -> Result<()> {
+    let victim = server.client().with_token(TEAM_A);
     let alone = measure(&victim, duration, || Ok(Vec::new()))?;
-    report(&format!("nothing (team-b's token: `{}`)", TEAM_B_QUOTA.trim()), &alone, &alone);
-    let attacks: [(&str, Attack); 3] = [
-        ("the same reservation storm, at its quota (refusals ignored)", reserve_storm),
-        ("64 writers without pause, at its quota (refusals ignored: a request flood)", write_flood),
-        ("64 writers waiting as each refusal's Retry-After says", polite_write_flood),
-    ];
+    report(alone_label, &alone, &alone);
     for (name, attack) in attacks {
-        let result = under_attack(&limited, duration, attack)?;
+        let result = under_attack(server, duration, *attack)?;
         report(name, &result, &alone);
     }
-    println!();
     Ok(())
 }
 

@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use state_core::ops::kv::SetRequest;
 
-use crate::{ms, open_engine, tempfile_dir};
+use crate::{ms, open_engine, tempfile_dir, write_keys};
 
 struct Tmux(String);
 
@@ -56,20 +55,7 @@ impl Drop for Tmux {
 
 async fn populate(path: &tempfile_dir::Dir, keys: usize) -> Result<()> {
     let engine = open_engine(path)?;
-    let writers = 64;
-    let mut tasks = Vec::new();
-    for w in 0..writers {
-        let engine = engine.clone();
-        tasks.push(tokio::spawn(async move {
-            for i in (w..keys).step_by(writers) {
-                engine.set(SetRequest::new(format!("key-{i:06}"), json!({"n": i}))).await?;
-            }
-            anyhow::Ok(())
-        }));
-    }
-    for task in tasks {
-        task.await??;
-    }
+    write_keys(&engine, keys, |i| (format!("key-{i:06}"), json!({"n": i}))).await?;
     engine.close().await;
     Ok(())
 }
