@@ -25,7 +25,9 @@ use state_core::rate::Rate;
 
 use crate::reply::{ApiError, ErrorCode};
 
+mod grants;
 mod quota;
+pub use grants::{GrantEntry, Grants, Identity};
 pub use quota::{QuotaFigures, WriteQuota};
 
 /// Shortest secret accepted: a guessable token protects nothing.
@@ -192,9 +194,9 @@ impl Tokens {
         Tokens::parse(&text).map_err(|message| TokensError::Invalid { path: path.into(), message })
     }
 
-    /// Parses a tokens file (TOML); see the README for the format.
+    /// Parses a tokens file (TOML); see docs/http.md for the format.
     pub fn parse(text: &str) -> Result<Tokens, String> {
-        let file: File = toml::from_str(text).map_err(|e| describe_toml_error(text, &e))?;
+        let file: File = parse_secret_toml(text)?;
         if file.token.is_empty() {
             return Err("defines no [[token]]".into());
         }
@@ -223,15 +225,7 @@ impl Tokens {
             if entry.prefixes.is_empty() {
                 return Err(format!("token `{name}`: prefixes is empty; \"\" covers everything"));
             }
-            let rate = match (entry.writes_per_second, entry.write_burst) {
-                (None, None) => None,
-                (None, Some(_)) => return Err(format!("token `{name}`: write_burst needs writes_per_second")),
-                (Some(per_second), burst) => {
-                    let rate = Rate { burst: burst.unwrap_or(Rate::per_second(per_second).burst), per_second };
-                    rate.check().map_err(|why| format!("token `{name}`: {why}"))?;
-                    Some(rate)
-                }
-            };
+            let rate = rate_of(&format!("token `{name}`"), entry.writes_per_second, entry.write_burst)?;
             let write_quota = rate.map(|rate| Arc::new(WriteQuota::new(rate)));
             entries.push((Principal { name, prefixes: entry.prefixes, right, write_quota }, digest));
         }
@@ -272,6 +266,25 @@ impl Tokens {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// The write quota an entry (`what`) states, checked.
+fn rate_of(what: &str, per_second: Option<f64>, burst: Option<f64>) -> Result<Option<Rate>, String> {
+    match (per_second, burst) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(format!("{what}: write_burst needs writes_per_second")),
+        (Some(per_second), burst) => {
+            let rate = Rate { burst: burst.unwrap_or(Rate::per_second(per_second).burst), per_second };
+            rate.check().map_err(|why| format!("{what}: {why}"))?;
+            Ok(Some(rate))
+        }
+    }
+}
+
+/// Parses a TOML file that may hold secrets (a tokens file, an OAuth client's): an error says
+/// where and why, never quoting the file.
+pub fn parse_secret_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    toml::from_str(text).map_err(|e| describe_toml_error(text, &e))
 }
 
 /// Where a tokens file is malformed and why, without quoting it: the line at fault may hold a

@@ -29,6 +29,7 @@ fn routers() -> &'static [Router; 2] {
         let api = crate::harness::api().clone();
         let config = |tokens: Option<Arc<Tokens>>| Config {
             tokens,
+            oauth: None,
             mcp: McpConfig {
                 options: state_api::Options::everything(),
                 max_body_bytes: 1024 * 1024,

@@ -220,11 +220,11 @@ pub(crate) async fn guard(State(service): State<Service>, request: Request, next
     let checked = if page {
         // The console's files hold no data: a link to it from another site (a chat, a tracker)
         // opens it. Everything it then asks for is checked as any request is.
-        service.browser.check_host(request.headers(), service.tokens.is_none())
+        service.browser.check_host(request.headers(), !service.authenticates())
     } else if request.uri().path().starts_with("/mcp") {
         service.browser.check_mcp(request.headers())
     } else {
-        service.browser.check(request.headers(), service.tokens.is_none())
+        service.browser.check(request.headers(), !service.authenticates())
     };
     match checked {
         Ok(()) => next.run(request).await,

@@ -56,15 +56,15 @@ fn asset(content_type: &'static str, body: &'static [u8]) -> Response {
 /// tokens, a local caller with every right; asked without a token on a server that has them,
 /// `token_required` (and nothing else).
 async fn whoami(State(service): State<Service>, request: Request) -> Response {
-    let answer = match (request.extensions().get::<Principal>(), &service.tokens) {
+    let answer = match (request.extensions().get::<Principal>(), service.authenticates()) {
         (Some(principal), _) => json!({
             "name": principal.name,
             "prefixes": principal.prefixes(),
             "right": principal.right().name(),
             "token_required": true,
         }),
-        (None, Some(_)) => json!({"name": null, "prefixes": [], "right": null, "token_required": true}),
-        (None, None) => json!({"name": null, "prefixes": [""], "right": "admin", "token_required": false}),
+        (None, true) => json!({"name": null, "prefixes": [], "right": null, "token_required": true}),
+        (None, false) => json!({"name": null, "prefixes": [""], "right": "admin", "token_required": false}),
     };
     axum::Json(answer).into_response()
 }

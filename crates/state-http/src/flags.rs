@@ -11,18 +11,24 @@ use state_api::auth::Tokens;
 use state_boot::ToolArgs;
 use state_boot::flags::parse_duration;
 
-use crate::{BrowserPolicy, Config, DEFAULT_LISTEN, Limits, McpConfig, QuotaLimits, SessionLimits};
+use crate::{BrowserPolicy, Config, DEFAULT_LISTEN, Limits, McpConfig, QuotaLimits, ResourceServer, SessionLimits};
 
 /// How the server listens and what it allows.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on; a non-loopback one needs --auth (or --insecure)
+    /// Address to listen on; a non-loopback one needs --auth or --oauth (or --insecure)
     #[arg(long, env = "STATE_HTTP_LISTEN", value_name = "ADDR", default_value = DEFAULT_LISTEN)]
     pub listen: SocketAddr,
 
-    /// Bearer tokens, their key prefixes and rights (TOML; see the README for the format)
+    /// Bearer tokens, their key prefixes and rights (TOML; see docs/http.md for the format)
     #[arg(long, env = "STATE_HTTP_AUTH", value_name = "FILE")]
     pub auth: Option<PathBuf>,
+
+    /// Take the access tokens of an OAuth 2.1 issuer (your identity provider): its address, this
+    /// server as a resource, and grants from claims to prefixes and rights (TOML; see
+    /// docs/oauth.md). Works beside --auth
+    #[arg(long, env = "STATE_HTTP_OAUTH", value_name = "FILE")]
+    pub oauth: Option<PathBuf>,
 
     /// Serve a non-loopback address without --auth: anyone who can reach it can read and write
     #[arg(long)]
@@ -96,8 +102,9 @@ pub struct ServeArgs {
     pub max_watches_per_caller: usize,
 
     /// Changes per second each token may make (REST and /mcp together), for tokens whose entry
-    /// in the --auth file sets no `writes_per_second`; more are answered 429 with Retry-After
-    #[arg(long, value_name = "N", requires = "auth")]
+    /// in the --auth file (or grant in the --oauth file) sets no `writes_per_second`; more are
+    /// answered 429 with Retry-After
+    #[arg(long, value_name = "N")]
     pub writes_per_second_per_token: Option<f64>,
 
     /// Also write the log to this file (private, 0600; kept under 1 MiB by rotating it to
@@ -108,9 +115,10 @@ pub struct ServeArgs {
 
 impl ServeArgs {
     /// The application these flags describe, serving `tools` to `tokens`.
-    pub fn config(&self, tools: &ToolArgs, tokens: Option<Arc<Tokens>>) -> Config {
+    pub fn config(&self, tools: &ToolArgs, tokens: Option<Arc<Tokens>>, oauth: Option<Arc<ResourceServer>>) -> Config {
         Config {
             tokens,
+            oauth,
             mcp: McpConfig {
                 options: tools.options(),
                 max_body_bytes: self.max_body_bytes,

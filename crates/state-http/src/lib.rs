@@ -14,6 +14,7 @@ mod holding;
 mod listen;
 mod mcp;
 mod metrics;
+pub mod oauth;
 mod openapi;
 mod problem;
 mod quotas;
@@ -36,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 pub use browser::BrowserPolicy;
 pub use listen::{Limits, serve};
 pub use mcp::McpConfig;
+pub use oauth::ResourceServer;
 pub use quotas::QuotaLimits;
 pub use sessions::SessionLimits;
 
@@ -51,6 +53,8 @@ pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
 pub(crate) struct Service {
     pub(crate) api: Api,
     pub(crate) tokens: Option<Arc<Tokens>>,
+    /// An OAuth issuer whose access tokens are taken too.
+    pub(crate) oauth: Option<Arc<ResourceServer>>,
     pub(crate) metrics: Arc<metrics::Metrics>,
     /// Cancelled when the server stops: ends watch streams so the drain can finish.
     pub(crate) shutdown: CancellationToken,
@@ -69,6 +73,8 @@ pub(crate) struct Service {
 pub struct Config {
     /// Bearer tokens; `None` serves everyone (only allowed on loopback without `--insecure`).
     pub tokens: Option<Arc<Tokens>>,
+    /// An OAuth issuer whose access tokens are taken (beside the tokens, if any).
+    pub oauth: Option<Arc<ResourceServer>>,
     pub mcp: McpConfig,
     /// Host names and browser origins answered, on every route.
     pub browser: BrowserPolicy,
@@ -86,11 +92,29 @@ pub struct Config {
     pub quotas: QuotaLimits,
 }
 
+impl Service {
+    /// Whether callers must authenticate: a tokens file or an OAuth issuer is configured.
+    pub(crate) fn authenticates(&self) -> bool {
+        self.tokens.is_some() || self.oauth.is_some()
+    }
+}
+
+/// The resource's metadata (RFC 9728), where an MCP client looks for how to sign in.
+fn oauth_metadata(oauth: Option<&Arc<ResourceServer>>) -> Router<Service> {
+    let Some(oauth) = oauth else { return Router::new() };
+    let metadata = Arc::new(oauth.metadata());
+    oauth.metadata_paths().iter().fold(Router::new(), |router, path| {
+        let metadata = Arc::clone(&metadata);
+        router.route(path, get(move || async move { axum::Json(Arc::clone(&metadata)).into_response() }))
+    })
+}
+
 /// The whole application over `api`. `shutdown` ends MCP streams when the server stops.
 pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router {
     let service = Service {
         api: api.clone(),
         tokens: config.tokens.clone(),
+        oauth: config.oauth.clone(),
         metrics: Arc::new(metrics::Metrics::default()),
         shutdown: shutdown.clone(),
         keep_alive: config.keep_alive,
@@ -107,6 +131,7 @@ pub fn router(api: Api, config: &Config, shutdown: CancellationToken) -> Router 
         .merge(console::router(config.console))
         .merge(rest::watch::router())
         .route("/openapi.json", get(move || async move { axum::Json(Arc::clone(&document)).into_response() }))
+        .merge(oauth_metadata(config.oauth.as_ref()))
         .route("/healthz", get(metrics::healthz))
         .route("/metrics", get(metrics::metrics))
         .nest_service(

@@ -246,7 +246,7 @@ pub(crate) async fn metrics(
 pub(crate) async fn healthz(State(service): State<Service>) -> Response {
     match health(&service).await {
         // Anyone may probe; with tokens, anyone learns only that the store answers.
-        Some(_) if service.tokens.is_some() => (StatusCode::OK, axum::Json(json!({"status": "ok"}))).into_response(),
+        Some(_) if service.authenticates() => (StatusCode::OK, axum::Json(json!({"status": "ok"}))).into_response(),
         Some(health) => {
             let body = json!({"status": "ok", "revision": health["revision"], "owner_pid": health["owner"]["pid"]});
             (StatusCode::OK, axum::Json(body)).into_response()

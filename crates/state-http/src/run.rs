@@ -11,19 +11,21 @@ use state_api::owner::{self, Owner, OwnerConfig, OwnerError, OwnerExit};
 use state_api::{Api, Local, StandaloneError};
 use state_boot::reach::{self, ReachError, SETTLE_FOR_SERVERS};
 use state_boot::{StoreArgs, ToolArgs};
+use state_core::rate::Rate;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::flags::{PostgresArgs, ServeArgs};
+use crate::oauth::{OAuthConfig, OAuthError, ResourceServer};
 
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RunError {
     #[error(
-        "refusing to serve {0} without --auth: anyone who can reach it could read and change everything. \
-         Give --auth FILE (see the README), listen on 127.0.0.1, or pass --insecure if this network is trusted"
+        "refusing to serve {0} without --auth or --oauth: anyone who can reach it could read and change everything. \
+         Give --auth FILE or --oauth FILE (see docs/http.md), listen on 127.0.0.1, or pass --insecure if this network is trusted"
     )]
     Exposed(SocketAddr),
     #[error(transparent)]
@@ -42,26 +44,45 @@ pub enum RunError {
     MemoryFile(#[from] state_api::memory_file::MemoryFileError),
     #[error("{0}")]
     Quota(String),
+    #[error(transparent)]
+    OAuth(#[from] OAuthError),
 }
 
-/// The tokens `--auth` names; refuses a non-loopback address without them (unless
-/// `--insecure`).
+/// The tokens `--auth` names; refuses a non-loopback address without them or `--oauth`
+/// (unless `--insecure`).
 pub fn tokens(args: &ServeArgs) -> Result<Option<Arc<Tokens>>, RunError> {
-    if !args.listen.ip().is_loopback() && args.auth.is_none() && !args.insecure {
+    if !args.listen.ip().is_loopback() && args.auth.is_none() && args.oauth.is_none() && !args.insecure {
         return Err(RunError::Exposed(args.listen));
+    }
+    if args.writes_per_second_per_token.is_some() && args.auth.is_none() && args.oauth.is_none() {
+        return Err(RunError::Quota(
+            "--writes-per-second-per-token needs --auth or --oauth: quotas are per token".into(),
+        ));
     }
     let Some(path) = &args.auth else { return Ok(None) };
     use std::os::unix::fs::PermissionsExt;
     let mut tokens = Tokens::load(path)?;
-    if let Some(per_second) = args.writes_per_second_per_token {
-        tokens = tokens
-            .with_default_write_rate(state_core::rate::Rate::per_second(per_second))
-            .map_err(|why| RunError::Quota(format!("--writes-per-second-per-token: {why}")))?;
+    if let Some(rate) = default_write_rate(args)? {
+        tokens = tokens.with_default_write_rate(rate).map_err(RunError::Quota)?;
     }
     if std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
         tracing::warn!(file = %path.display(), "the tokens file is readable by other users; `chmod 600` it");
     }
     Ok(Some(Arc::new(tokens)))
+}
+
+fn default_write_rate(args: &ServeArgs) -> Result<Option<Rate>, RunError> {
+    let Some(per_second) = args.writes_per_second_per_token else { return Ok(None) };
+    let rate = Rate::per_second(per_second);
+    rate.check().map_err(|why| RunError::Quota(format!("--writes-per-second-per-token: {why}")))?;
+    Ok(Some(rate))
+}
+
+/// The OAuth issuer `--oauth` names, its metadata and keys read.
+pub async fn oauth(args: &ServeArgs) -> Result<Option<Arc<ResourceServer>>, RunError> {
+    let Some(path) = &args.oauth else { return Ok(None) };
+    let config = OAuthConfig::load(path, default_write_rate(args)?).map_err(OAuthError::from)?;
+    Ok(Some(Arc::new(ResourceServer::start(config).await?)))
 }
 
 /// Serves until SIGTERM or SIGINT, then finishes the requests in flight and lets the store go.
@@ -75,13 +96,21 @@ pub async fn run(
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|source| RunError::Listen { addr: args.listen, source })?;
+    // Before the store: a wrong OAuth file or an unreachable issuer is said before anything
+    // is opened.
+    let oauth = oauth(args).await?;
     let served = Served::reach(store, postgres).await?;
     if tools.options().permits(state_api::catalog::Operation::MemoryImport) {
         state_api::memory_file::import_from_env(&served.api).await?;
     }
-    let auth = tokens.as_ref().map_or_else(|| "none (loopback only)".to_owned(), |t| format!("{} token(s)", t.len()));
+    let auth = match (&tokens, &oauth) {
+        (None, None) => "none (loopback only)".to_owned(),
+        (Some(t), None) => format!("{} token(s)", t.len()),
+        (None, Some(o)) => format!("OAuth ({o:?})"),
+        (Some(t), Some(o)) => format!("{} token(s) and OAuth ({o:?})", t.len()),
+    };
     let stopping = CancellationToken::new();
-    let app = crate::router(served.api.clone(), &args.config(tools, tokens), stopping.child_token());
+    let app = crate::router(served.api.clone(), &args.config(tools, tokens, oauth), stopping.child_token());
     let console = if args.no_console { "" } else { "console /, " };
     tracing::info!(
         "state-http {} listening on http://{} ({console}REST /v1, MCP /mcp, /openapi.json, /metrics); {}; auth: {auth}",

@@ -77,7 +77,7 @@ impl Place {
             ..flags.store.clone()
         };
         let served = runtime.block_on(Served::reach(&store, &flags.postgres)).unwrap();
-        let config = flags.serve.config(&flags.tools, tokens);
+        let config = flags.serve.config(&flags.tools, tokens, None);
         let limits = flags.serve.limits();
         let listener = runtime.block_on(tokio::net::TcpListener::bind(flags.serve.listen)).unwrap();
         let addr = listener.local_addr().unwrap();

@@ -15,6 +15,7 @@ mod in_process;
 mod lifecycle;
 mod linearizable;
 mod mcp;
+mod oauth;
 mod openapi;
 mod postgres_tls;
 mod python;
