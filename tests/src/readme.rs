@@ -1,5 +1,5 @@
-//! The README's flag tables against the binaries' own `--help`, so the documentation cannot
-//! drift from what the programs accept.
+//! The documented flag tables (docs/http.md, docs/mcp.md) against the binaries' own `--help`,
+//! so the documentation cannot drift from what the programs accept.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,15 +8,15 @@ use std::process::Command;
 /// A flag and the environment variable that sets it, if any.
 pub type Flags = BTreeMap<String, Option<String>>;
 
-/// The README, from the repository root.
-pub fn readme() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+/// A document of the repository (`docs/http.md`), from its root.
+pub fn doc(relative: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(relative);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The first table of flags after the heading `heading` (`| `--flag ARG` | `ENV` | ... |`).
 pub fn table_after(readme: &str, heading: &str) -> Flags {
-    let start = readme.find(heading).unwrap_or_else(|| panic!("README has no `{heading}`"));
+    let start = readme.find(heading).unwrap_or_else(|| panic!("the document has no `{heading}`"));
     let mut flags = Flags::new();
     let mut in_table = false;
     for line in readme[start..].lines().skip(1) {

@@ -96,7 +96,7 @@ fn database(db: &Path, inspection: Option<&state_api::Inspection>) -> Check {
     use state_api::DatabaseState;
     let restore = |db: &Path| {
         format!(
-            "restore the last backup in its place (`statectl backup` makes them; README, Running it for months), \
+            "restore the last backup in its place (`statectl backup` makes them; docs/operations.md, Running it for months), \
              or move {} aside to start an empty store",
             db.display()
         )

@@ -1,5 +1,5 @@
 //! Exit codes, one per outcome class of the seam, so a script branches on what happened
-//! without parsing output. Documented in `statectl --help` and the README.
+//! without parsing output. Documented in `statectl --help` and docs/cli.md.
 
 use state_api::Outcome;
 

@@ -203,12 +203,12 @@ fn a_wipe_in_a_replaced_servers_shape_needs_admin_like_ours() {
 }
 
 #[test]
-fn the_readmes_tokens_example_is_a_valid_tokens_file() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
-    let start = readme.find("```toml\n# tokens.toml").expect("the README shows a tokens file");
+fn the_documented_tokens_example_is_a_valid_tokens_file() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/http.md")).unwrap();
+    let start = readme.find("```toml\n# tokens.toml").expect("docs/http.md shows a tokens file");
     let block = &readme[start + "```toml\n".len()..];
     let block = &block[..block.find("```").unwrap()];
-    let tokens = Tokens::parse(block).unwrap_or_else(|e| panic!("the README's tokens file: {e}"));
+    let tokens = Tokens::parse(block).unwrap_or_else(|e| panic!("the tokens file of docs/http.md: {e}"));
     let curl_secret = readme.split("Authorization: Bearer ").nth(1).and_then(|s| s.split('\'').next()).unwrap();
     assert_eq!(
         tokens.authenticate(curl_secret).map(|p| p.name.as_str()),
