@@ -45,7 +45,7 @@ impl Api {
     /// Runs one operation. Never fails outright: every failure is a [`Reply`] whose outcome
     /// says what kind of failure it is.
     pub async fn call(&self, op: Operation, args: Value) -> Reply {
-        self.dispatch(op, args, None).await
+        self.dispatch(op, args, None, None).await
     }
 
     /// The pages of the listing `op` answers to `args`, following its cursor.
@@ -63,7 +63,7 @@ impl Api {
     /// arguments carry one (the REST `Idempotency-Key` header, a client's own retries).
     pub async fn call_with(&self, caller: &Caller, request_id: Option<String>, op: Operation, args: Value) -> Reply {
         let principal = match caller {
-            Caller::LocalUser => return self.dispatch(op, args, request_id).await,
+            Caller::LocalUser => return self.dispatch(op, args, request_id, None).await,
             Caller::Token(principal) => principal,
         };
         // Parsed as the store will parse it (with the caller's defaults filled in), then
@@ -88,17 +88,19 @@ impl Api {
             return Reply::error(limited);
         }
         let (args, request_id) = auth::scope_request_ids(principal, op, args, request_id);
-        let mut reply = self.dispatch(op, args, request_id).await;
+        let mut reply = self.dispatch(op, args, request_id, Some(&principal.name)).await;
         reply.body = reply.body.map(|result| auth::with_quota(principal, op, auth::redact(principal, op, result)));
         reply
     }
 
-    /// Runs a call on whichever side of the seam the store is, unchecked.
-    async fn dispatch(&self, op: Operation, args: Value, request_id: Option<String>) -> Reply {
+    /// Runs a call on whichever side of the seam the store is, unchecked, its changes
+    /// recorded as made by `by` (a server reached over HTTP records its own caller instead).
+    async fn dispatch(&self, op: Operation, args: Value, request_id: Option<String>, by: Option<&str>) -> Reply {
         let args = crate::workspace::fill(op, args);
         match &self.inner {
+            Inner::Local(local) if by.is_some() => local.on_behalf_of(by).call_with_id(op, args, request_id).await,
             Inner::Local(local) => local.call_with_id(op, args, request_id).await,
-            Inner::Remote(remote) => remote.call_with_id(op, args, request_id).await,
+            Inner::Remote(remote) => remote.call_with_id(op, args, request_id, by).await,
             Inner::Http(http) => http.call_with_id(op, args, request_id).await,
         }
     }
@@ -199,7 +201,7 @@ impl Api {
             };
         }
         let (args, request_id) = auth::scope_request_ids(principal, op, args, request_id);
-        let mut reply = self.dispatch(op, args, request_id).await;
+        let mut reply = self.dispatch(op, args, request_id, Some(&principal.name)).await;
         reply.body = reply.body.map(|body| replace_strings(body, &absent, run_id));
         if let Err(error) = &mut reply.body {
             error.message = error.message.replace(&absent, run_id);
@@ -211,7 +213,8 @@ impl Api {
     /// Anything else that keeps it from being known refuses the call: a check that cannot be
     /// made must not let the call through.
     async fn run_name(&self, run_id: &str) -> Result<Option<String>, ApiError> {
-        let status = self.dispatch(Operation::WorkflowStatus, serde_json::json!({ "run_id": run_id }), None).await;
+        let status =
+            self.dispatch(Operation::WorkflowStatus, serde_json::json!({ "run_id": run_id }), None, None).await;
         if status.outcome == Outcome::NotFound {
             return Ok(None);
         }

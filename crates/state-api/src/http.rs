@@ -109,7 +109,7 @@ impl HttpRemote {
     }
 
     pub(crate) async fn call_with_id(&self, op: Operation, args: Value, request_id: Option<String>) -> Reply {
-        settle::settle(self, op, args, request_id).await
+        settle::settle(self, op, args, request_id, None).await
     }
 
     /// The seam route of `op` on this server.
@@ -223,7 +223,13 @@ impl Transport for HttpRemote {
         self.settle_timeout
     }
 
-    fn encode(&self, op: Operation, args: &Value, request_id: Option<&str>) -> Result<Encoded, ApiError> {
+    fn encode(
+        &self,
+        op: Operation,
+        args: &Value,
+        request_id: Option<&str>,
+        _by: Option<&str>,
+    ) -> Result<Encoded, ApiError> {
         let body = serde_json::to_vec(args)
             .map_err(|e| ApiError::new(ErrorCode::Internal, format!("cannot encode a call: {e}")))?;
         Ok(Encoded { url: self.call_url(op), body: Bytes::from(body), request_id: request_id.map(str::to_owned) })

@@ -618,7 +618,10 @@ async fn serve_call(local: &Local, allowed: &Options, call: Call) -> Reply {
             format!("`{}` is not among the tools this client enabled (--tools, --compat)", op.name()),
         ));
     }
-    local.call_with_id(op, call.args, call.request_id).await
+    match call.by.as_deref() {
+        Some(by) => local.on_behalf_of(Some(by)).call_with_id(op, call.args, call.request_id).await,
+        None => local.call_with_id(op, call.args, call.request_id).await,
+    }
 }
 
 /// Everything `<binary> owner` does, for a binary's `main`: prepare the database's directory

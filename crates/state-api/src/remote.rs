@@ -215,8 +215,14 @@ pub(crate) async fn join(config: JoinConfig) -> Result<(Remote, Joined), JoinErr
 impl Remote {
     /// Calls `op`; a mutating call carries an idempotency key: the one in its arguments, else
     /// `request_id`, else a fresh one of this process's.
-    pub(crate) async fn call_with_id(&self, op: Operation, args: Value, request_id: Option<String>) -> Reply {
-        settle::settle(self, op, args, request_id).await
+    pub(crate) async fn call_with_id(
+        &self,
+        op: Operation,
+        args: Value,
+        request_id: Option<String>,
+        by: Option<&str>,
+    ) -> Reply {
+        settle::settle(self, op, args, request_id, by).await
     }
 
     /// Asks the owner for a backup written to `path` (see [`Call::backup`]).
@@ -314,10 +320,22 @@ impl Transport for Remote {
         self.inner.config.settle_timeout
     }
 
-    fn encode(&self, op: Operation, args: &Value, request_id: Option<&str>) -> Result<Encoded, ApiError> {
+    fn encode(
+        &self,
+        op: Operation,
+        args: &Value,
+        request_id: Option<&str>,
+        by: Option<&str>,
+    ) -> Result<Encoded, ApiError> {
         let id = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
-        let call =
-            Call { id, op: op.id(), args: args.clone(), request_id: request_id.map(str::to_owned), ..Call::default() };
+        let call = Call {
+            id,
+            op: op.id(),
+            args: args.clone(),
+            request_id: request_id.map(str::to_owned),
+            by: by.map(str::to_owned),
+            ..Call::default()
+        };
         let frame = wire::encode(&call)
             .map_err(|e| ApiError::new(ErrorCode::Internal, format!("cannot encode a call: {e}")))?;
         Ok(Encoded { id, frame })

@@ -24,7 +24,15 @@ pub(crate) trait Transport: Sync {
     fn request_ids(&self) -> &RequestIds;
     /// How long a call keeps trying before it is answered as unsettled.
     fn settle_timeout(&self) -> Duration;
-    fn encode(&self, op: Operation, args: &Value, request_id: Option<&str>) -> Result<Self::Encoded, ApiError>;
+    /// `by`: who the call's changes are recorded as made by, where the transport carries it
+    /// (the owner's socket does; a `state-http` records its own authenticated caller).
+    fn encode(
+        &self,
+        op: Operation,
+        args: &Value,
+        request_id: Option<&str>,
+        by: Option<&str>,
+    ) -> Result<Self::Encoded, ApiError>;
     /// Sends `call` once and waits up to `answer_within` for its answer; reaching the store
     /// (joining an owner, say) may take until `deadline`.
     fn attempt(
@@ -64,9 +72,10 @@ pub(crate) async fn settle<T: Transport>(
     op: Operation,
     args: Value,
     request_id: Option<String>,
+    by: Option<&str>,
 ) -> Reply {
     let request_id = transport.request_ids().for_call(op, &args, request_id);
-    let call = match transport.encode(op, &args, request_id.as_deref()) {
+    let call = match transport.encode(op, &args, request_id.as_deref(), by) {
         Ok(call) => call,
         Err(error) => return Reply::error(error),
     };

@@ -106,6 +106,11 @@ pub(crate) struct Call {
     /// The idempotency key of a mutating call: the joiner resends it with the same key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// Who the call's changes are recorded as made by: the token the joiner authenticated
+    /// (the socket is the machine's own user's, so the owner takes its word, as it takes the
+    /// call). Absent: a local process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
     /// Start a watch under this id: the owner answers with `{"position": N}` (or an error),
     /// then sends its batches and, when it ends, a frame with `end`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -160,4 +160,8 @@ pub struct Event {
     pub agent_id: Option<String>,
     pub time: UnixMillis,
     pub value: Option<Value>,
+    /// Who made the change: the token (its name, or an OAuth subject) whose call it was.
+    /// `None` for a process of the machine's own user and for what the store does itself
+    /// (expiry). Unlike `agent_id`, which a caller states, this is what authentication found.
+    pub by: Option<String>,
 }

@@ -166,6 +166,16 @@ impl Local {
         Local { engine, host, maintenance: Arc::new(std::sync::Mutex::new(Some(maintenance))) }
     }
 
+    /// This store, with the changes made through the handle it returns recorded as
+    /// `author`'s (`Event::by`): a token's name or an OAuth subject.
+    pub(crate) fn on_behalf_of(&self, author: Option<&str>) -> Local {
+        Local {
+            engine: self.engine.on_behalf_of(author),
+            host: Arc::clone(&self.host),
+            maintenance: Arc::clone(&self.maintenance),
+        }
+    }
+
     pub(crate) fn host(&self) -> &Arc<Host> {
         &self.host
     }

@@ -261,23 +261,27 @@ pub struct HistoryEvent {
     pub time: String,
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     pub value: Option<Value>,
+    /// The token whose call made the change (absent: a local process, or the store itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 impl HistoryEvent {
     pub fn new(mut event: Event, include_value: bool) -> HistoryEvent {
         let value = if include_value { event.value.take() } else { None };
         let agent_id = event.agent_id.take();
-        HistoryEvent::with(&event, agent_id, value)
+        let by = event.by.take();
+        HistoryEvent::with(&event, agent_id, by, value)
     }
 
     /// [`HistoryEvent::new`] for an event shared with others (one commit fanned out to many
     /// watchers): copies the value only when it is wanted.
     pub fn copied(event: &Event, include_value: bool) -> HistoryEvent {
         let value = if include_value { event.value.clone() } else { None };
-        HistoryEvent::with(event, event.agent_id.clone(), value)
+        HistoryEvent::with(event, event.agent_id.clone(), event.by.clone(), value)
     }
 
-    fn with(event: &Event, agent_id: Option<String>, value: Option<Value>) -> HistoryEvent {
+    fn with(event: &Event, agent_id: Option<String>, by: Option<String>, value: Option<Value>) -> HistoryEvent {
         let (space, id) = keyspace::classify(&event.key);
         HistoryEvent {
             revision: event.revision,
@@ -288,6 +292,7 @@ impl HistoryEvent {
             agent_id,
             time: event.time.to_rfc3339(),
             value,
+            by,
         }
     }
 }

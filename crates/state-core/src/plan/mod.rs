@@ -176,6 +176,7 @@ impl<'a> Changes<'a> {
             agent_id: entry.agent_id.clone(),
             time: self.ctx.now,
             value: detail,
+            by: None,
         });
         self.mutations.push(Mutation::Put(entry));
     }
@@ -209,6 +210,7 @@ impl<'a> Changes<'a> {
             agent_id: self.agent_id.map(str::to_owned),
             time: self.ctx.now,
             value: detail,
+            by: None,
         });
         self.mutations.push(Mutation::Delete(entry.key.clone()));
     }
@@ -236,6 +238,7 @@ impl<'a> Changes<'a> {
             agent_id: None,
             time: expired.expires_at.unwrap_or(self.ctx.now),
             value: None,
+            by: None,
         });
     }
 

@@ -5,6 +5,7 @@
 // A panic is how a test reports failure.
 #![allow(clippy::unwrap_used)]
 
+mod audit;
 mod auth;
 mod browser;
 mod conformance;

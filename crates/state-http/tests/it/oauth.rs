@@ -271,6 +271,9 @@ fn tokens_an_attacker_would_present_are_refused() {
     let listed = server.client().with_token(&admin_view).get("/v1/kv?prefix=robots/").unwrap().json();
     let keys: Vec<&str> = listed["entries"].as_array().unwrap().iter().map(|e| e["key"].as_str().unwrap()).collect();
     assert_eq!(keys, ["robots/r1", "robots/r2"], "{listed}");
+    // The audit trail names the issuer's subject.
+    let history = server.client().with_token(&admin_view).get("/v1/history?key=robots/r1").unwrap().json();
+    assert_eq!(history["events"][0]["by"], json!("robot"), "{history}");
 }
 
 #[test]

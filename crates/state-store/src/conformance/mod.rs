@@ -164,6 +164,7 @@ macro_rules! conformance_suite {
             request_ids_make_retries_safe,
             request_records_stay_out_of_sight,
             knowledge_index_follows_every_note_write,
+            history_records_who_made_each_change,
         );
     };
     (@stories $factory:expr, $available:expr; $($story:ident),* $(,)?) => {

@@ -1316,3 +1316,42 @@ pub async fn knowledge_index_follows_every_note_write(backend: &dyn BackendFacto
     let keys = s.engine.list(ListRequest { prefix: String::new(), ..ListRequest::default() }).await.unwrap();
     assert!(keys.entries.is_empty(), "{:?}", keys.entries);
 }
+
+/// Every change names who made it (`by`): the principal the engine handle acts for, never a
+/// local process and never the store itself (an expiry), and it is kept as stored.
+pub async fn history_records_who_made_each_change(backend: &dyn BackendFactory) {
+    let s = Store::new(backend);
+    s.set("doc", json!(1)).await;
+    s.engine.on_behalf_of(Some("alice")).set(set_req("doc", json!(2), None)).await.unwrap();
+    let mut ttl = set_req("doc", json!(3), None);
+    ttl.ttl_seconds = Some(1.0);
+    s.engine.on_behalf_of(Some("team-b")).set(ttl).await.unwrap();
+    s.clock.advance_millis(1000);
+    assert_eq!(s.engine.on_behalf_of(Some("team-b")).expire_due(100).await.unwrap(), 1);
+    let delete = DeleteRequest { key: "gone".into(), ..Default::default() };
+    s.set("gone", json!(0)).await;
+    s.engine.on_behalf_of(Some("alice")).delete(delete).await.unwrap();
+
+    let history = s.engine.history(HistoryRequest { n: Some(100), ..Default::default() }).await.unwrap();
+    let seen: Vec<_> = history.events.iter().map(|e| (e.key.as_str(), e.op, e.by.as_deref())).collect();
+    assert_eq!(
+        seen,
+        [
+            ("doc", HistoryOp::Put, None),
+            ("doc", HistoryOp::Put, Some("alice")),
+            ("doc", HistoryOp::Put, Some("team-b")),
+            ("doc", HistoryOp::Expired, None),
+            ("gone", HistoryOp::Put, None),
+            ("gone", HistoryOp::Delete, Some("alice")),
+        ]
+    );
+    // A watcher resuming from the start sees the names the history keeps.
+    let request = state_core::ops::watch::WatchRequest { after_revision: Some(0), ..Default::default() };
+    let mut watch = s.engine.watch(request).await.unwrap();
+    let mut names = Vec::new();
+    while let Some(batch) = watch.next_until(history.events.last().unwrap().revision).await {
+        names.extend(batch.unwrap().events.into_iter().map(|e| e.by));
+    }
+    let names: Vec<_> = names.iter().map(Option::as_deref).collect();
+    assert_eq!(names, [None, Some("alice"), Some("team-b"), None, None, Some("alice")]);
+}

@@ -73,7 +73,7 @@ pub(super) fn spawn(engine: Weak<Inner>, config: EngineConfig) -> MaintenanceHan
         loop {
             // Holding only a weak reference lets the engine shut down while we sleep.
             let Some(inner) = engine.upgrade() else { return };
-            let engine = Engine { inner };
+            let engine = Engine { inner, author: None };
             let (hint, clock) = (engine.inner.expiries.clone(), engine.inner.clock.clone());
             hint.planned.store(0, Ordering::SeqCst);
             let swept_at = clock.now();

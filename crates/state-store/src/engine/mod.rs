@@ -130,6 +130,9 @@ enum ReadCost {
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<Inner>,
+    /// Who the changes made through this handle are recorded as made by (`Event::by`): set
+    /// by [`Engine::on_behalf_of`] for an authenticated caller, `None` for a local process.
+    author: Option<Arc<str>>,
 }
 
 struct Inner {
@@ -194,7 +197,14 @@ impl Engine {
                 visibility,
                 started_at,
             }),
+            author: None,
         })
+    }
+
+    /// This engine, recording the changes made through the handle it returns as `author`'s
+    /// (a token's name or an OAuth subject; `None`: a process of the machine's own user).
+    pub fn on_behalf_of(&self, author: Option<&str>) -> Engine {
+        Engine { inner: Arc::clone(&self.inner), author: author.map(Arc::from) }
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -498,6 +508,7 @@ impl Engine {
         req.validate()?;
         let once = Once::of(&req)?;
         let agent = req.agent_id;
+        let by = self.author.as_deref().map(str::to_owned);
         self.write(|reply| {
             Raw::boxed(
                 move |txn: &mut dyn WriteTxn, ctx: &WriteContext| {
@@ -521,6 +532,7 @@ impl Engine {
                         agent_id: agent.clone(),
                         time: ctx.now,
                         value: Some(json!({"removed": removed})),
+                        by: by.clone(),
                     })?;
                     let result = ResetResult { status: OkStatus::Ok, removed, revision: ctx.next_revision() };
                     Ok((result, Applied { revision: Some(ctx.next_revision()), touched: true, soonest_expiry: None }))
@@ -711,7 +723,8 @@ impl Engine {
         F: Fn(&TxnView<'_>, &WriteContext) -> Result<Plan<T>, StorageError> + Send + 'static,
     {
         let idempotency = self.idempotency(once);
-        self.write(|reply| Planned::boxed(plan, idempotency, reply)).await
+        let author = self.author.clone();
+        self.write(|reply| Planned::boxed(plan, idempotency, author, reply)).await
     }
 
     fn idempotency(&self, once: Option<Once>) -> Idempotency {

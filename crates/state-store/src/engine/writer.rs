@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use state_core::idempotency::{self, Once, Seen};
 use state_core::ops::history::KeyFilter;
 use state_core::plan::{Mutation, Plan, WriteContext};
-use state_core::{Event, UnixMillis};
+use state_core::{Event, EventKind, UnixMillis};
 use tokio::sync::{mpsc, oneshot};
 
 use super::chain::{Durable, Pacing, Pending};
@@ -110,6 +110,8 @@ impl Idempotency {
 pub(super) struct Planned<T, F> {
     plan: F,
     idempotency: Idempotency,
+    /// Recorded as `by` on the events the plan makes (not on expiries it sweeps on the way).
+    author: Option<Arc<str>>,
     outcome: Option<Result<T, EngineError>>,
     reply: Reply<T>,
 }
@@ -119,8 +121,13 @@ where
     T: Serialize + DeserializeOwned + Send + 'static,
     F: Fn(&TxnView<'_>, &WriteContext) -> Result<Plan<T>, StorageError> + Send + 'static,
 {
-    pub(super) fn boxed(plan: F, idempotency: Idempotency, reply: Reply<T>) -> Box<dyn Command> {
-        Box::new(Planned { plan, idempotency, outcome: None, reply })
+    pub(super) fn boxed(
+        plan: F,
+        idempotency: Idempotency,
+        author: Option<Arc<str>>,
+        reply: Reply<T>,
+    ) -> Box<dyn Command> {
+        Box::new(Planned { plan, idempotency, author, outcome: None, reply })
     }
 }
 
@@ -141,6 +148,11 @@ where
         }
         let read: &dyn ReadTxn = &*txn;
         let mut plan = (self.plan)(&TxnView(read), ctx)?;
+        if let Some(author) = &self.author {
+            for event in plan.events.iter_mut().filter(|e| e.kind != EventKind::Expired) {
+                event.by = Some(author.to_string());
+            }
+        }
         // Only a request that changed something is recorded: one that changed nothing can be
         // evaluated again on retry without applying anything twice.
         if plan.advances_revision()

@@ -11,9 +11,10 @@
 //! - `migrations` which of [`MIGRATIONS`] have been applied.
 
 /// Applied in order, each once, under an advisory lock; never edited once released (add one).
-pub(super) const MIGRATIONS: &[(i32, &str)] = &[(
-    1,
-    r#"
+pub(super) const MIGRATIONS: &[(i32, &str)] = &[
+    (
+        1,
+        r#"
 CREATE TABLE {s}.meta (
     id smallint PRIMARY KEY CHECK (id = 1),
     revision bigint NOT NULL,
@@ -48,7 +49,10 @@ CREATE TABLE {s}.events (
 );
 CREATE INDEX events_key ON {s}.events (key, revision, seq);
 "#,
-)];
+    ),
+    // Who made each change (the token or OAuth subject), for audit. Older events have none.
+    (2, "ALTER TABLE {s}.events ADD COLUMN by_principal text;"),
+];
 
 /// The storage format this build reads and writes (the `meta.format` column).
 pub(super) const STORE_FORMAT: i32 = 1;
@@ -56,7 +60,7 @@ pub(super) const STORE_FORMAT: i32 = 1;
 /// Columns of an entry, in the order [`super::txn`] decodes them.
 const ENTRY_COLUMNS: &str = "key, value, version, create_revision, mod_revision, updated_at, expires_at, agent_id";
 /// Columns of an event, in the order [`super::txn`] decodes them.
-const EVENT_COLUMNS: &str = "revision, key, kind, action, version, agent_id, time, value";
+const EVENT_COLUMNS: &str = "revision, key, kind, action, version, agent_id, time, value, by_principal";
 
 /// Every statement, with the schema spliced in once.
 #[derive(Debug)]
@@ -184,14 +188,14 @@ impl Sql {
                  WHERE e.key = u.key COLLATE \"C\" AND e.version = u.expected RETURNING e.system"
             ),
             append: format!(
-                "INSERT INTO {s}.events (revision, seq, key, kind, action, version, agent_id, time, value) \
+                "INSERT INTO {s}.events (revision, seq, key, kind, action, version, agent_id, time, value, by_principal) \
                  SELECT * FROM unnest($1::bigint[], $2::integer[], $3::text[], $4::smallint[], $5::smallint[], \
-                 $6::bigint[], $7::text[], $8::bigint[], $9::text[])"
+                 $6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::text[])"
             ),
             append_unguarded: format!(
-                "INSERT INTO {s}.events (revision, seq, key, kind, action, version, agent_id, time, value) \
+                "INSERT INTO {s}.events (revision, seq, key, kind, action, version, agent_id, time, value, by_principal) \
                  SELECT * FROM unnest($1::bigint[], $2::integer[], $3::text[], $4::smallint[], $5::smallint[], \
-                 $6::bigint[], $7::text[], $8::bigint[], $9::text[]) ON CONFLICT DO NOTHING"
+                 $6::bigint[], $7::text[], $8::bigint[], $9::text[], $10::text[]) ON CONFLICT DO NOTHING"
             ),
             set_revision: format!("UPDATE {s}.meta SET revision = $1 WHERE id = 1"),
             set_revision_unguarded: format!("UPDATE {s}.meta SET revision = greatest(revision, $1) WHERE id = 1"),

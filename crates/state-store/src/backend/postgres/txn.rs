@@ -169,8 +169,18 @@ impl<'a> PgTxn<'a> {
             let append = if unguarded { &sql.append_unguarded } else { &sql.append };
             let e = &events;
             sent.push(Box::pin(async move {
-                let params: [&(dyn ToSql + Sync); 9] =
-                    [&e.revision, &e.seq, &e.key, &e.kind, &e.action, &e.version, &e.agent_id, &e.time, &e.value];
+                let params: [&(dyn ToSql + Sync); 10] = [
+                    &e.revision,
+                    &e.seq,
+                    &e.key,
+                    &e.kind,
+                    &e.action,
+                    &e.version,
+                    &e.agent_id,
+                    &e.time,
+                    &e.value,
+                    &e.by,
+                ];
                 (Kind::Plain, run(client, append, &params).await)
             }));
         }
@@ -271,6 +281,7 @@ struct EventColumns {
     agent_id: Vec<Option<String>>,
     time: Vec<i64>,
     value: Vec<Option<String>>,
+    by: Vec<Option<String>>,
 }
 
 impl EventColumns {
@@ -284,6 +295,7 @@ impl EventColumns {
         self.agent_id.push(event.agent_id.clone());
         self.time.push(signed(event.time.0)?);
         self.value.push(event.value.as_ref().map(|v| v.to_string()));
+        self.by.push(event.by.clone());
         Ok(())
     }
 }
@@ -402,7 +414,7 @@ impl ReadTxn for PgTxn<'_> {
             let rows = self.query(sql, &[&low, &high, &PAGE, &key, &resume.0, &resume.1])?;
             let complete = (rows.len() as i64) < PAGE;
             for row in &rows {
-                resume = (row.get(0), row.get(8));
+                resume = (row.get(0), row.get(9));
                 let event = decode_event(row)?;
                 if keys.matches(&event.key) && !visit(event) {
                     return Ok(());
@@ -592,7 +604,7 @@ pub(super) fn decode_entry(row: &Row) -> Result<Entry, StorageError> {
     })
 }
 
-/// Decodes `revision, key, kind, action, version, agent_id, time, value`.
+/// Decodes `revision, key, kind, action, version, agent_id, time, value, by_principal`.
 fn decode_event(row: &Row) -> Result<Event, StorageError> {
     let code = row.get::<_, i16>(2);
     let kind = u8::try_from(code)
@@ -619,6 +631,7 @@ fn decode_event(row: &Row) -> Result<Event, StorageError> {
         agent_id: row.get(5),
         time: UnixMillis(unsigned(row.get(6))?),
         value,
+        by: row.get(8),
         key,
     })
 }

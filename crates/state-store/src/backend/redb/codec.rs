@@ -3,7 +3,10 @@
 //!
 //! entry: format, version, create_revision, mod_revision, updated_at, flags,
 //!        [expires_at], [agent_id], value JSON (rest)
-//! event: format, kind, version, time, flags, [action], [agent_id], key, [value JSON (rest)]
+//! event: format, kind, version, time, flags, [action], [agent_id], [by], key, [value JSON (rest)]
+//!
+//! An event that names who made it (`by`) is written as format 2, so a build that predates
+//! `by` refuses it cleanly instead of misreading it; every other record stays format 1.
 //! Integers are little-endian u64; strings are a u16 length plus UTF-8.
 
 use serde_json::Value;
@@ -16,6 +19,9 @@ const HAS_EXPIRY: u8 = 1;
 const HAS_AGENT: u8 = 2;
 const HAS_VALUE: u8 = 4;
 const HAS_ACTION: u8 = 8;
+const HAS_BY: u8 = 16;
+/// The format of an event with `by`.
+const FORMAT_WITH_BY: u8 = 2;
 
 pub(super) fn encode_entry(entry: &Entry) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + entry.key.len());
@@ -59,20 +65,24 @@ pub(super) fn entry_expiry(key: &str, bytes: &[u8]) -> Result<Option<UnixMillis>
 
 pub(super) fn encode_event(event: &Event) -> Vec<u8> {
     let mut out = Vec::with_capacity(48 + event.key.len());
-    out.push(FORMAT);
+    out.push(if event.by.is_some() { FORMAT_WITH_BY } else { FORMAT });
     out.push(event.kind.code());
     out.extend_from_slice(&event.version.to_le_bytes());
     out.extend_from_slice(&event.time.0.to_le_bytes());
     out.push(
         flag(event.agent_id.is_some(), HAS_AGENT)
             | flag(event.value.is_some(), HAS_VALUE)
-            | flag(event.action.is_some(), HAS_ACTION),
+            | flag(event.action.is_some(), HAS_ACTION)
+            | flag(event.by.is_some(), HAS_BY),
     );
     if let Some(action) = event.action {
         out.push(action.code());
     }
     if let Some(agent) = &event.agent_id {
         put_str(&mut out, agent);
+    }
+    if let Some(by) = &event.by {
+        put_str(&mut out, by);
     }
     put_str(&mut out, &event.key);
     if let Some(value) = &event.value {
@@ -82,7 +92,7 @@ pub(super) fn encode_event(event: &Event) -> Vec<u8> {
 }
 
 pub(super) fn decode_event(revision: u64, bytes: &[u8]) -> Result<Event, StorageError> {
-    let mut r = Reader::new(bytes, "history event")?;
+    let mut r = Reader::new_event(bytes)?;
     let code = r.u8()?;
     let kind = EventKind::from_code(code).ok_or_else(|| r.corrupt(&format!("unknown event kind {code}")))?;
     let version = r.u64()?;
@@ -95,20 +105,24 @@ pub(super) fn decode_event(revision: u64, bytes: &[u8]) -> Result<Event, Storage
         None
     };
     let agent_id = if flags & HAS_AGENT != 0 { Some(r.string()?) } else { None };
+    let by = if flags & HAS_BY != 0 { Some(r.string()?) } else { None };
     let key = r.string()?;
     let value = if flags & HAS_VALUE != 0 { Some(r.json()?) } else { None };
-    Ok(Event { revision, key, kind, action, version, agent_id, time, value })
+    Ok(Event { revision, key, kind, action, version, agent_id, time, value, by })
 }
 
 /// Reads only the key of an encoded event, for index maintenance during compaction.
 pub(super) fn event_key(bytes: &[u8]) -> Result<String, StorageError> {
-    let mut r = Reader::new(bytes, "history event")?;
+    let mut r = Reader::new_event(bytes)?;
     r.skip(1 + 8 + 8)?;
     let flags = r.u8()?;
     if flags & HAS_ACTION != 0 {
         r.skip(1)?;
     }
     if flags & HAS_AGENT != 0 {
+        r.string()?;
+    }
+    if flags & HAS_BY != 0 {
         r.string()?;
     }
     r.string()
@@ -142,6 +156,15 @@ impl<'a> Reader<'a> {
         let mut r = Reader::raw(bytes, what);
         match r.u8()? {
             FORMAT => Ok(r),
+            other => Err(r.corrupt(&format!("unknown record format {other}"))),
+        }
+    }
+
+    /// A reader of an event, of either format.
+    fn new_event(bytes: &'a [u8]) -> Result<Reader<'a>, StorageError> {
+        let mut r = Reader::raw(bytes, "history event");
+        match r.u8()? {
+            FORMAT | FORMAT_WITH_BY => Ok(r),
             other => Err(r.corrupt(&format!("unknown record format {other}"))),
         }
     }

@@ -182,6 +182,7 @@ mod tests {
             agent_id: None,
             time: state_core::UnixMillis(0),
             value: None,
+            by: None,
         }
     }
 

@@ -33,10 +33,14 @@ fn events_round_trip() {
         agent_id: Some("a".into()),
         time: UnixMillis(5),
         value: Some(json!([1, {"z": 0, "a": 1}])),
+        by: None,
     };
     let expired = Event { kind: EventKind::Expired, agent_id: None, value: None, ..put.clone() };
     let claimed = Event { action: Some(Action::RunClaim), value: Some(json!({"attempt": 1})), ..put.clone() };
-    for event in [put, expired, claimed] {
+    let authored = Event { by: Some("team-a".into()), ..claimed.clone() };
+    assert_eq!(encode_event(&put)[0], 1, "an event without `by` keeps the format older builds read");
+    assert_eq!(encode_event(&authored)[0], 2, "one with `by` is refused by them, not misread");
+    for event in [put, expired, claimed, authored] {
         let bytes = encode_event(&event);
         assert_eq!(decode_event(12, &bytes).unwrap(), event);
         assert_eq!(event_key(&bytes).unwrap(), event.key);
