@@ -126,12 +126,13 @@ impl Owner {
     /// socket. Fails with [`OpenError::InUse`] when another process holds the database.
     pub async fn start(config: OwnerConfig) -> Result<Owner, OwnerError> {
         let rendezvous = Rendezvous::for_database(&config.db, config.runtime_dir.as_deref())?;
-        let backend = RedbBackend::open_as(&rendezvous.db, "owner")?;
+        let backend = RedbBackend::open_with_cache(&rendezvous.db, "owner", config.settings.cache_bytes)?;
         let engine_config = engine_config(config.settings);
         let settings = Settings {
             max_value_bytes: Some(engine_config.limits.max_value_bytes),
             history_retention: Some(engine_config.history_retention.unwrap_or(0)),
             watch_buffer_bytes: Some(engine_config.watch_buffer_bytes),
+            cache_bytes: config.settings.cache_bytes,
         };
         let engine = Engine::new(Arc::new(backend), config.clock.clone(), engine_config)?;
         let listener = match claim_socket(&rendezvous.socket).await {

@@ -47,6 +47,9 @@ pub struct Settings {
     /// Bytes of changes held in memory for watchers, all of them together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch_buffer_bytes: Option<usize>,
+    /// The database's page cache; absent: sized from the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

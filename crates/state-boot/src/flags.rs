@@ -77,6 +77,11 @@ pub struct EngineArgs {
     /// 67108864]; past it they catch up from history. The owner's setting applies
     #[arg(long, env = "STATE_WATCH_BUFFER_BYTES", value_name = "BYTES")]
     pub watch_buffer_bytes: Option<usize>,
+
+    /// The database's page cache in bytes [default: half the file at open, 8 to 64 MiB]; the
+    /// kernel caches the rest of the file. The owner's setting applies
+    #[arg(long, env = "STATE_CACHE_SIZE", value_name = "BYTES")]
+    pub cache_size: Option<u64>,
 }
 
 impl EngineArgs {
@@ -85,6 +90,7 @@ impl EngineArgs {
             max_value_bytes: self.max_value_bytes,
             history_retention: self.history_retention,
             watch_buffer_bytes: self.watch_buffer_bytes,
+            cache_bytes: self.cache_size,
         }
     }
 }
@@ -148,6 +154,9 @@ impl StoreArgs {
         }
         if let Some(bytes) = self.engine.watch_buffer_bytes {
             args.extend(["--watch-buffer-bytes".into(), bytes.to_string().into()]);
+        }
+        if let Some(bytes) = self.engine.cache_size {
+            args.extend(["--cache-size".into(), bytes.to_string().into()]);
         }
         Ok(OwnerLauncher { program, args })
     }

@@ -141,7 +141,7 @@ impl Local {
         settings: Settings,
         clock: Arc<dyn state_store::Clock>,
     ) -> Result<Local, StandaloneError> {
-        let backend = RedbBackend::open(db)?;
+        let backend = RedbBackend::open_with_cache(db, "standalone", settings.cache_bytes)?;
         let engine = Engine::new(Arc::new(backend), clock, engine_config(settings))?;
         Ok(Local::standalone(engine))
     }

@@ -66,8 +66,22 @@ const META_FORMAT: &str = "format";
 const META_WAL_LSN: &str = "wal_lsn";
 const STORE_FORMAT: u64 = 1;
 
-/// Default page cache. redb grows it lazily, so small stores stay small.
-const CACHE_BYTES: usize = 256 * 1024 * 1024;
+/// The page cache of the fault-injection tests' stores.
+#[cfg(feature = "conformance")]
+const CACHE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Smallest and largest page cache chosen for a database by its size ([`cache_for`]).
+const CACHE_MIN_BYTES: u64 = 8 * 1024 * 1024;
+const CACHE_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// redb's page cache for a database file of `file_bytes`, unless a size is given: half the
+/// file, between 8 and 64 MiB. The cache sits above the kernel's page cache, which keeps the
+/// rest of a large file at hand; a cache sized to the file keeps a store of a few MB costing
+/// a few MB, where a fixed 256 MiB filled up behind any long-running store.
+pub fn cache_for(file_bytes: u64, given: Option<u64>) -> usize {
+    let bytes = given.unwrap_or_else(|| (file_bytes / 2).clamp(CACHE_MIN_BYTES, CACHE_MAX_BYTES));
+    usize::try_from(bytes).unwrap_or(usize::MAX)
+}
 
 pub struct RedbBackend {
     /// The open database; `None` while it is being reopened after a failed write.
@@ -125,28 +139,34 @@ impl RedbBackend {
     /// what to do; [`RedbBackend::open_accepting_log_loss`] is what to do when nothing better is
     /// left.
     pub fn open_as(path: &Path, role: &str) -> Result<RedbBackend, OpenError> {
-        RedbBackend::open_file(path, role, LogLoss::Refuse)
+        RedbBackend::open_file(path, role, LogLoss::Refuse, None)
+    }
+
+    /// [`RedbBackend::open_as`] with a page cache of `cache_bytes` instead of one sized from
+    /// the file ([`cache_for`]; `--cache-size`).
+    pub fn open_with_cache(path: &Path, role: &str, cache_bytes: Option<u64>) -> Result<RedbBackend, OpenError> {
+        RedbBackend::open_file(path, role, LogLoss::Refuse, cache_bytes)
     }
 
     /// Opens a database whose write-ahead log was refused, without the writes it lacks: a log
     /// cut short is replayed as far as it goes; one that belongs to another database, or is an
     /// older copy, is moved aside (`<log>.set-aside-<time>`) and a new one started.
     pub fn open_accepting_log_loss(path: &Path) -> Result<RedbBackend, OpenError> {
-        RedbBackend::open_file(path, "standalone", LogLoss::Accept)
+        RedbBackend::open_file(path, "standalone", LogLoss::Accept, None)
     }
 
-    fn open_file(path: &Path, role: &str, loss: LogLoss) -> Result<RedbBackend, OpenError> {
+    fn open_file(path: &Path, role: &str, loss: LogLoss, cache_bytes: Option<u64>) -> Result<RedbBackend, OpenError> {
         let path = files::database_path(path).map_err(|source| OpenError::File { path: path.to_owned(), source })?;
         // Made here, private, before redb (which would create it with the umask's mode) fills
         // it in; checked here for the message, and again by every reopen.
-        open_database_file(&path).map_err(|source| OpenError::File { path: path.clone(), source })?;
+        let file = open_database_file(&path).map_err(|source| OpenError::File { path: path.clone(), source })?;
+        let cache = cache_for(file.metadata().map_or(0, |m| m.len()), cache_bytes);
+        tracing::debug!(cache_bytes = cache, "redb page cache");
         let opener = {
             let path = path.clone();
             move || {
                 let file = open_database_file(&path)?;
-                redb::Builder::new()
-                    .set_cache_size(CACHE_BYTES)
-                    .create_with_backend(redb::backends::FileBackend::new(file)?)
+                redb::Builder::new().set_cache_size(cache).create_with_backend(redb::backends::FileBackend::new(file)?)
             }
         };
         RedbBackend::open_with(&path, role, Box::new(opener), Some(log_file(&path)), loss)
@@ -1173,4 +1193,18 @@ fn append_batch(
     }
     held.carry(lsn, payload, written);
     Ok(())
+}
+
+#[cfg(test)]
+mod cache_tests {
+    use super::cache_for;
+
+    #[test]
+    fn the_cache_follows_the_file_between_its_bounds_unless_given() {
+        const MIB: u64 = 1024 * 1024;
+        assert_eq!(cache_for(0, None) as u64, 8 * MIB, "a new store");
+        assert_eq!(cache_for(40 * MIB, None) as u64, 20 * MIB);
+        assert_eq!(cache_for(1200 * MIB, None) as u64, 64 * MIB, "the 30-minute soak's file");
+        assert_eq!(cache_for(1200 * MIB, Some(512 * MIB)) as u64, 512 * MIB, "--cache-size wins");
+    }
 }
