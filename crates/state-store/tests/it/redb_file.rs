@@ -180,3 +180,60 @@ async fn a_backup_put_in_place_of_the_database_opens_beside_the_newer_log() {
     drop(restored);
     assert_eq!(engine(&path).get(get("restored")).await.unwrap().value, Some(json!(true)));
 }
+
+/// A file whose data was deleted and whose history was compacted is mostly free pages, which
+/// redb never gives back by itself: the next open compacts it, and nothing live is lost.
+#[tokio::test]
+async fn a_mostly_free_file_is_compacted_at_the_next_open_and_keeps_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.redb");
+    let first = engine(&path);
+    // Noise, so no compression makes it small.
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut noise = |bytes: usize| -> serde_json::Value {
+        let text: String = (0..bytes)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                char::from(b'a' + (seed % 26) as u8)
+            })
+            .collect();
+        json!(text)
+    };
+    // Live values between the ones deleted later: the free pages end up in holes, not at the
+    // end of the file, where redb trims them by itself.
+    for n in 0..40 {
+        first.set(crate::support::set_req(&format!("bulk/{n}"), noise(900 * 1024), None)).await.unwrap();
+        first.set(crate::support::set_req(&format!("live/{n}"), noise(50 * 1024), None)).await.unwrap();
+    }
+    first.set(crate::support::set_req("keep", json!({"v": 1}), None)).await.unwrap();
+    // Made durable in the file itself (closing checkpoints the log), then deleted and their
+    // history compacted: pages a durable commit held are free only in the file after it.
+    first.close().await;
+    let full = std::fs::metadata(&path).unwrap().len();
+    let first = engine(&path);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), full, "a full file is left as it is");
+    for n in 0..40 {
+        let delete = state_core::ops::kv::DeleteRequest { key: format!("bulk/{n}"), ..Default::default() };
+        first.delete(delete).await.unwrap();
+    }
+    let revision = first.set(crate::support::set_req("keep", json!({"v": 2}), None)).await.unwrap().revision;
+    first.compact_history(revision).await.unwrap();
+    first.close().await;
+    let grown = std::fs::metadata(&path).unwrap().len();
+    assert!(grown > 32 * 1024 * 1024, "the values took room: {grown} bytes");
+
+    let opening = std::time::Instant::now();
+    let second = engine(&path);
+    let shrunk = std::fs::metadata(&path).unwrap().len();
+    eprintln!("compacted at open: {grown} -> {shrunk} bytes in {:?}", opening.elapsed());
+    assert!(shrunk * 4 < grown, "the open gave the space back: {grown} -> {shrunk} bytes");
+    let got = second
+        .get(state_core::ops::kv::GetRequest { key: "keep".into(), version: None, revision: None })
+        .await
+        .unwrap();
+    assert_eq!((got.value, got.revision), (Some(json!({"v": 2})), revision));
+    let next = second.set(crate::support::set_req("after", json!(0), None)).await.unwrap();
+    assert_eq!(next.revision, revision + 1, "revisions continue where they stopped");
+}

@@ -70,6 +70,9 @@ const STORE_FORMAT: u64 = 1;
 #[cfg(feature = "conformance")]
 const CACHE_BYTES: usize = 16 * 1024 * 1024;
 
+/// Files smaller than this are never compacted at open: the space is not worth the time.
+const SHRINK_FROM_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Smallest and largest page cache chosen for a database by its size ([`cache_for`]).
 const CACHE_MIN_BYTES: u64 = 8 * 1024 * 1024;
 const CACHE_MAX_BYTES: u64 = 64 * 1024 * 1024;
@@ -169,7 +172,50 @@ impl RedbBackend {
                 redb::Builder::new().set_cache_size(cache).create_with_backend(redb::backends::FileBackend::new(file)?)
             }
         };
-        RedbBackend::open_with(&path, role, Box::new(opener), Some(log_file(&path)), loss)
+        let backend = RedbBackend::open_with(&path, role, Box::new(opener), Some(log_file(&path)), loss)?;
+        // Opening is the moment nothing else holds the database: the one time redb can move
+        // every page down and cut the file short.
+        if let Err(error) = backend.give_back_space(&path) {
+            tracing::warn!(%error, "could not compact the database file; it keeps its size");
+        }
+        Ok(backend)
+    }
+
+    /// Compacts the file when at least half of it is free (history compaction and deletes
+    /// free pages, but redb never shrinks a file by itself), and says how long it took.
+    fn give_back_space(&self, path: &Path) -> Result<(), StorageError> {
+        let file_bytes = std::fs::metadata(path).map_err(|e| StorageError::Io(e.to_string()))?.len();
+        if file_bytes < SHRINK_FROM_BYTES {
+            return Ok(());
+        }
+        let mut slot =
+            self.db.write().map_err(|_| StorageError::Other("the database handle lock is poisoned".into()))?;
+        let Some(db) = slot.as_mut().and_then(Arc::get_mut) else { return Ok(()) };
+        let used_bytes = {
+            let txn = db.begin_write().map_err(storage)?;
+            let stats = txn.stats().map_err(storage)?;
+            txn.abort().map_err(storage)?;
+            stats.allocated_pages().saturating_mul(stats.page_size() as u64)
+        };
+        if used_bytes.saturating_mul(2) > file_bytes {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        // Each pass moves what it can; a few passes reach the floor.
+        for _ in 0..4 {
+            if !db.compact().map_err(|e| StorageError::Other(format!("compaction failed: {e}")))? {
+                break;
+            }
+        }
+        let after = std::fs::metadata(path).map_or(file_bytes, |m| m.len());
+        tracing::info!(
+            before_bytes = file_bytes,
+            after_bytes = after,
+            in_use_bytes = used_bytes,
+            millis = started.elapsed().as_millis() as u64,
+            "compacted the database file"
+        );
+        Ok(())
     }
 
     /// Opens the database at `path` through `opener` (which tests use to put a fault-injecting
