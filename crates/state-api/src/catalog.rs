@@ -1874,5 +1874,8 @@ fn root_schema<T: JsonSchema>(settings: SchemaSettings) -> JsonObject {
     object
 }
 
+mod reference;
+pub use reference::tools_reference;
+
 #[cfg(test)]
 mod tests;

@@ -88,3 +88,18 @@ fn adapters_call_native_operations_with_their_declared_types() {
         assert_eq!(Some(without_noise(result())), op.spec().output_schema(), "{name}: result type");
     }
 }
+
+/// docs/tools.md is the catalog's own reference; `STATE_UPDATE_DOCS=1` writes it afresh.
+#[test]
+fn tools_reference_is_docs_tools_md() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tools.md");
+    let generated = super::tools_reference();
+    if std::env::var_os("STATE_UPDATE_DOCS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let written = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        written == generated,
+        "docs/tools.md is not the catalog's reference; regenerate it: STATE_UPDATE_DOCS=1 cargo nextest run -E 'test(tools_reference)'"
+    );
+}

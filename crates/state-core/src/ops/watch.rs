@@ -16,7 +16,7 @@ pub const DEFAULT_WATCH_EVENTS: usize = 100;
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WatchRequest {
-    /// kv (default with key/prefix), lease, workflow or session; none and no key = everything.
+    /// Only this kind of record, as history_log; kv with key/prefix, else everything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<HistoryKind>,
     /// Only this key (or lease resource, run id, session id).
