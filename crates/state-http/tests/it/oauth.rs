@@ -141,6 +141,37 @@ fn serve(place: &Place, port: u16, oauth: &Path) -> HttpServer {
     place.serve(&["--listen", &listen, "--oauth", oauth.to_str().unwrap()])
 }
 
+/// Which tokens the issuer gives for this server's resource.
+#[derive(PartialEq)]
+enum Tokens {
+    Jwt,
+    /// Opaque ones, which the server introspects.
+    Opaque,
+}
+
+/// An issuer and a server taking its tokens, on a port chosen first (the resource names it).
+struct Setup {
+    place: Place,
+    resource: String,
+    issuer: Issuer,
+    server: HttpServer,
+}
+
+impl Setup {
+    fn start(sdk: &Path, tokens: Tokens) -> Setup {
+        let place = Place::new();
+        let port = free_port();
+        let resource = format!("http://127.0.0.1:{port}");
+        let (jwt, opaque) = match tokens {
+            Tokens::Jwt => (resource.clone(), format!("{resource}/opaque")),
+            Tokens::Opaque => (format!("{resource}/jwt"), resource.clone()),
+        };
+        let issuer = Issuer::start(sdk, &jwt, &opaque);
+        let server = serve(&place, port, &oauth_file(&place, &issuer, &resource, tokens == Tokens::Opaque));
+        Setup { place, resource, issuer, server }
+    }
+}
+
 fn put(server: &HttpServer, token: &str, key: &str) -> state_e2e::HttpResponse {
     server.client().with_token(token).json("PUT", &format!("/v1/kv/{key}"), &json!({"by": "oauth"})).unwrap()
 }
@@ -152,11 +183,7 @@ fn now() -> u64 {
 #[test]
 fn the_official_mcp_client_signs_in_through_the_issuer_and_is_held_to_its_grant() {
     let Some(sdk) = sdk::dir() else { return };
-    let place = Place::new();
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}");
-    let issuer = Issuer::start(&sdk, &resource, &format!("{resource}/opaque"));
-    let server = serve(&place, port, &oauth_file(&place, &issuer, &resource, false));
+    let Setup { place: _place, resource, issuer, server } = Setup::start(&sdk, Tokens::Jwt);
 
     // What sends a client to the issuer: the refusal names the resource's metadata.
     let refused = server.client().json("POST", "/mcp", &json!({})).unwrap();
@@ -188,11 +215,7 @@ fn the_official_mcp_client_signs_in_through_the_issuer_and_is_held_to_its_grant(
 #[test]
 fn tokens_an_attacker_would_present_are_refused() {
     let Some(sdk) = sdk::dir() else { return };
-    let place = Place::new();
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}");
-    let issuer = Issuer::start(&sdk, &resource, &format!("{resource}/opaque"));
-    let server = serve(&place, port, &oauth_file(&place, &issuer, &resource, false));
+    let Setup { place: _place, resource, issuer, server } = Setup::start(&sdk, Tokens::Jwt);
 
     // The issuer's own token works, and only where its grant reaches.
     let genuine = issuer.robot_token(&resource, "state:write");
@@ -279,11 +302,7 @@ fn tokens_an_attacker_would_present_are_refused() {
 #[test]
 fn a_rotated_key_is_picked_up_and_made_up_key_ids_do_not_hammer_the_issuer() {
     let Some(sdk) = sdk::dir() else { return };
-    let place = Place::new();
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}");
-    let issuer = Issuer::start(&sdk, &resource, &format!("{resource}/opaque"));
-    let server = serve(&place, port, &oauth_file(&place, &issuer, &resource, false));
+    let Setup { place: _place, resource, issuer, server } = Setup::start(&sdk, Tokens::Jwt);
     let fetched_at_start = issuer.jwks_fetches();
     let started = Instant::now();
 
@@ -324,12 +343,7 @@ fn a_rotated_key_is_picked_up_and_made_up_key_ids_do_not_hammer_the_issuer() {
 #[test]
 fn an_opaque_token_is_introspected_and_refused_once_revoked() {
     let Some(sdk) = sdk::dir() else { return };
-    let place = Place::new();
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}");
-    // This issuer gives opaque tokens for this server's resource.
-    let issuer = Issuer::start(&sdk, &format!("{resource}/jwt"), &resource);
-    let server = serve(&place, port, &oauth_file(&place, &issuer, &resource, true));
+    let Setup { place: _place, resource, issuer, server } = Setup::start(&sdk, Tokens::Opaque);
 
     let token = issuer.robot_token(&resource, "state:write");
     assert_ne!(token.split('.').count(), 3, "the issuer gave a JWT: {token}");
