@@ -88,7 +88,7 @@ impl Api {
             return Reply::error(limited);
         }
         let (args, request_id) = auth::scope_request_ids(principal, op, args, request_id);
-        let mut reply = self.dispatch(op, args, request_id, Some(&principal.name)).await;
+        let mut reply = self.dispatch_filled(op, args, request_id, Some(&principal.name)).await;
         reply.body = reply.body.map(|result| auth::with_quota(principal, op, auth::redact(principal, op, result)));
         reply
     }
@@ -96,7 +96,12 @@ impl Api {
     /// Runs a call on whichever side of the seam the store is, unchecked, its changes
     /// recorded as made by `by` (a server reached over HTTP records its own caller instead).
     async fn dispatch(&self, op: Operation, args: Value, request_id: Option<String>, by: Option<&str>) -> Reply {
-        let args = crate::workspace::fill(op, args);
+        self.dispatch_filled(op, crate::workspace::fill(op, args), request_id, by).await
+    }
+
+    /// [`Api::dispatch`] of arguments whose workspace defaults are already filled in (a token's
+    /// call fills them before it is authorized: looking for `.git` once is enough).
+    async fn dispatch_filled(&self, op: Operation, args: Value, request_id: Option<String>, by: Option<&str>) -> Reply {
         match &self.inner {
             Inner::Local(local) if by.is_some() => local.on_behalf_of(by).call_with_id(op, args, request_id).await,
             Inner::Local(local) => local.call_with_id(op, args, request_id).await,
@@ -201,7 +206,7 @@ impl Api {
             };
         }
         let (args, request_id) = auth::scope_request_ids(principal, op, args, request_id);
-        let mut reply = self.dispatch(op, args, request_id, Some(&principal.name)).await;
+        let mut reply = self.dispatch_filled(op, args, request_id, Some(&principal.name)).await;
         reply.body = reply.body.map(|body| replace_strings(body, &absent, run_id));
         if let Err(error) = &mut reply.body {
             error.message = error.message.replace(&absent, run_id);
