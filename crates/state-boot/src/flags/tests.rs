@@ -20,14 +20,38 @@ fn the_owner_is_started_with_this_clients_settings() {
         #[command(flatten)]
         store: StoreArgs,
     }
-    let cli = Cli::parse_from(["x", "--db", "/d/s.redb", "--owner-idle", "90s", "--max-value-bytes", "2048"]);
+    let cli = Cli::parse_from([
+        "x",
+        "--db",
+        "/d/s.redb",
+        "--owner-idle",
+        "90s",
+        "--max-value-bytes",
+        "2048",
+        "--cache-size",
+        "1048576",
+    ]);
     let launcher = cli.store.owner_launcher(Path::new("/d/s.redb")).unwrap();
     let args: Vec<String> = launcher.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     assert_eq!(
         args,
-        ["owner", "--notify-ready", "--db", "/d/s.redb", "--idle", "90000ms", "--max-value-bytes", "2048"]
+        [
+            "owner",
+            "--notify-ready",
+            "--db",
+            "/d/s.redb",
+            "--idle",
+            "90000ms",
+            "--max-value-bytes",
+            "2048",
+            "--cache-size",
+            "1048576"
+        ]
     );
-    assert_eq!(cli.store.engine.settings(), Settings { max_value_bytes: Some(2048), ..Settings::default() });
+    assert_eq!(
+        cli.store.engine.settings(),
+        Settings { max_value_bytes: Some(2048), cache_bytes: Some(1_048_576), ..Settings::default() }
+    );
 }
 
 #[test]
