@@ -192,3 +192,26 @@ pub(crate) fn own_wait(op: Operation, args: &Value) -> Duration {
     }
     Duration::from_secs_f64(seconds.clamp(0.0, MAX_WAIT_SECONDS)).min(longest_own_wait(op))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The waits above are a list beside the catalog: an operation that may wait on purpose
+    /// (it takes `wait_seconds` or `timeout_seconds`) and is missing from it would be given up on
+    /// as unanswered while it waits. Every such operation, of every profile, is on the list,
+    /// and nothing else is.
+    #[test]
+    fn every_operation_that_may_wait_is_given_its_wait() {
+        for op in Operation::all() {
+            let schema = op.spec().input_schema();
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let waits = properties.is_some_and(|p| p.contains_key("wait_seconds") || p.contains_key("timeout_seconds"));
+            assert_eq!(!longest_own_wait(op).is_zero(), waits, "{}: its wait and its arguments disagree", op.id());
+            if waits {
+                let asked = serde_json::json!({"wait_seconds": 5.0, "timeout_seconds": 5.0});
+                assert_eq!(own_wait(op, &asked), Duration::from_secs(5), "{}", op.id());
+            }
+        }
+    }
+}
