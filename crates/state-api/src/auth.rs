@@ -27,7 +27,7 @@ use crate::reply::{ApiError, ErrorCode};
 
 mod grants;
 mod quota;
-pub use grants::{GrantEntry, Grants, Identity};
+pub use grants::{GrantEntry, Grants, Identity, OAUTH_NAME_PREFIX};
 pub use quota::{QuotaFigures, WriteQuota};
 
 /// Shortest secret accepted: a guessable token protects nothing.
@@ -213,6 +213,11 @@ impl Tokens {
                 })?,
                 _ => return Err(format!("token `{name}`: give exactly one of `secret` and `secret_sha256`")),
             };
+            if name.starts_with(OAUTH_NAME_PREFIX) {
+                return Err(format!(
+                    "token `{name}`: names starting with `{OAUTH_NAME_PREFIX}` are those of identity-provider subjects"
+                ));
+            }
             if entries.iter().any(|(p, _): &(Principal, _)| p.name == name) {
                 return Err(format!("token name `{name}` is used twice"));
             }

@@ -61,6 +61,12 @@ pub(crate) async fn authenticate(State(service): State<Service>, mut request: Re
 /// never JWTs), then the OAuth issuer's verdict. `Err(None)`: no token, or one no one knows.
 async fn principal(service: &Service, presented: Option<&str>) -> Result<Principal, Option<Refusal>> {
     let Some(secret) = presented else { return Err(None) };
+    if secret.len() > oauth::MAX_TOKEN_BYTES {
+        return Err(Some(Refusal::Invalid(format!(
+            "the bearer token is longer than {} bytes",
+            oauth::MAX_TOKEN_BYTES
+        ))));
+    }
     if let Some(principal) = service.tokens.as_deref().and_then(|tokens| tokens.authenticate(secret)) {
         return Ok(principal.clone());
     }

@@ -58,16 +58,25 @@ struct Grant {
     prefixes: Vec<String>,
     right: Right,
     rate: Option<Rate>,
+    /// The characters that follow `{sub}` in the prefixes: a subject holding one could name a
+    /// prefix inside another subject's (`bob/x` in `users/{sub}/` lies inside bob's).
+    separators: Vec<char>,
 }
 
 impl Grant {
-    /// Every condition the grant states holds for `identity`.
+    /// Every condition the grant states holds for `identity`, and its subject fits the
+    /// grant's prefixes without reaching into another's.
     fn matches(&self, identity: &Identity) -> bool {
         self.scope.as_ref().is_none_or(|scope| identity.scopes.contains(scope))
             && self.group.as_ref().is_none_or(|group| identity.groups.contains(group))
             && self.subject.as_ref().is_none_or(|subject| *subject == identity.subject)
+            && !identity.subject.contains(self.separators.as_slice())
     }
 }
+
+/// What a principal made from an identity is named: apart from every tokens-file name, which
+/// may not start so, so the two never share limits, request ids or an audit name.
+pub const OAUTH_NAME_PREFIX: &str = "oauth:";
 
 /// The grants of an OAuth configuration, and the write allowance of each subject they let in.
 #[derive(Debug)]
@@ -100,6 +109,19 @@ impl Grants {
                 return Err(format!("{name}: prefixes is empty; \"\" covers everything"));
             }
             let rate = rate_of(&name, entry.writes_per_second, entry.write_burst)?.or(default_rate);
+            let mut separators = Vec::new();
+            for prefix in &entry.prefixes {
+                for (at, _) in prefix.match_indices("{sub}") {
+                    match prefix[at + "{sub}".len()..].chars().next() {
+                        Some(next) => separators.push(next),
+                        None => {
+                            return Err(format!(
+                                "{name}: prefix `{prefix}` ends with {{sub}}: end it with a separator (`users/{{sub}}/`), or subject `bob` would reach `bobby`'s keys"
+                            ));
+                        }
+                    }
+                }
+            }
             grants.push(Grant {
                 scope: entry.scope,
                 group: entry.group,
@@ -107,6 +129,7 @@ impl Grants {
                 prefixes: entry.prefixes,
                 right,
                 rate,
+                separators,
             });
         }
         Ok(Grants { grants, quotas: Mutex::new(HashMap::new()) })
@@ -117,7 +140,8 @@ impl Grants {
         let (index, grant) = self.grants.iter().enumerate().find(|(_, grant)| grant.matches(identity))?;
         let prefixes = grant.prefixes.iter().map(|p| p.replace("{sub}", &identity.subject)).collect();
         let write_quota = grant.rate.map(|rate| self.quota(index, &identity.subject, rate));
-        Some(Principal { name: identity.subject.clone(), prefixes, right: grant.right, write_quota })
+        let name = format!("{OAUTH_NAME_PREFIX}{}", identity.subject);
+        Some(Principal { name, prefixes, right: grant.right, write_quota })
     }
 
     /// The scopes the grants name, for the resource's metadata (`scopes_supported`).
@@ -194,6 +218,18 @@ mod tests {
         assert_eq!((reader.prefixes(), reader.right()), (&["shared/".to_owned()][..], Right::Read));
         assert!(grants.principal(&identity("mallory", &["email"], &["guests"])).is_none());
         assert_eq!(grants.scopes(), ["state:write", "state:read"]);
+        assert_eq!(alice.name, "oauth:alice", "never the name of a tokens-file entry");
+    }
+
+    #[test]
+    fn a_subject_that_would_reach_into_anothers_prefix_gets_no_grant_that_names_it() {
+        let grants = grants(ORGANISATION).unwrap();
+        // `users/bob/x/` lies inside bob's `users/bob/`: the {sub} grant is passed over, and
+        // the next that matches decides.
+        let sneaky = grants.principal(&identity("bob/x", &["state:write", "state:read"], &[])).unwrap();
+        assert_eq!((sneaky.prefixes(), sneaky.right()), (&["shared/".to_owned()][..], Right::Read));
+        let open_ended = "[[grant]]\nscope = \"s\"\nprefixes = [\"users/{sub}\"]\nrights = [\"write\"]\n";
+        assert!(self::grants(open_ended).unwrap_err().contains("end it with a separator"));
     }
 
     #[test]

@@ -51,6 +51,12 @@ pub(crate) fn identity(claims: &Value, expected: &Expected<'_>, now: u64) -> Res
     if seconds("nbf").is_some_and(|not_before| not_before > now.saturating_add(expected.leeway_seconds)) {
         return refuse("the token is not valid yet");
     }
+    // A token bound to its sender's key (DPoP, mTLS: `cnf`) is only good with proof of that
+    // key, which this server does not check: taken as a plain bearer token it would lose the
+    // very protection it was issued with.
+    if claims.get("cnf").is_some() {
+        return refuse("the token is bound to a key (cnf: DPoP or mTLS), which this server does not check");
+    }
     // A token no user took part in (the client-credentials grant) is its client's: RFC 9068
     // says `sub` then names the client, and an introspection answer may give only `client_id`.
     let named = |claim: &str| claims.get(claim).and_then(Value::as_str).filter(|s| !s.is_empty());
@@ -137,6 +143,11 @@ mod tests {
         assert_eq!(at(NOW + 100, NOW + 30, NOW), Ok(()));
         assert!(at(NOW + 100, NOW + 31, NOW).unwrap_err().contains("not valid yet"));
         assert!(refusal(|c| drop(c.remove("exp"))).contains("no expiry"));
+    }
+
+    #[test]
+    fn a_sender_bound_token_is_refused_not_taken_as_a_bearer_token() {
+        assert!(refusal(|c| drop(c.insert("cnf".into(), json!({"jkt": "abc"})))).contains("bound to a key"));
     }
 
     #[test]

@@ -56,9 +56,15 @@ pub(crate) fn parse_set(document: &Value) -> Vec<Key> {
         .filter_map(|key| {
             let jwk: Jwk = serde_json::from_value(key.clone()).ok()?;
             let decoding = DecodingKey::from_jwk(&jwk).ok()?;
+            // A key pinned to an algorithm this server does not sign with (`RSA-OAEP`, say) is
+            // for something else: left out, not taken as unpinned.
+            let alg = match key.get("alg").and_then(Value::as_str) {
+                Some(name) => Some(name.parse::<Algorithm>().ok()?),
+                None => None,
+            };
             Some(Key {
                 kid: key.get("kid").and_then(Value::as_str).map(str::to_owned),
-                alg: key.get("alg").and_then(Value::as_str).and_then(|a| a.parse().ok()),
+                alg,
                 kty: key.get("kty").and_then(Value::as_str)?.to_owned(),
                 decoding,
             })
@@ -151,7 +157,9 @@ impl KeyRing {
                 self.refresh_or_warn().await;
             }
         }
-        self.held().keys.iter().find(|k| k.fits(kid, alg)).map(|key| check(&key.decoding))
+        // Verified outside the lock: checks of different tokens run side by side.
+        let key = self.held().keys.iter().find(|k| k.fits(kid, alg)).map(|key| key.decoding.clone())?;
+        Some(check(&key))
     }
 
     async fn refresh_or_warn(&self) {
@@ -205,10 +213,16 @@ mod tests {
              "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"},
             {"kty": "EC", "crv": "P-256", "kid": "enc", "use": "enc",
              "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"},
-            {"kty": "oct", "kid": "hmac", "k": "c2VjcmV0"}
+            {"kty": "oct", "kid": "hmac", "k": "c2VjcmV0"},
+            {"kty": "EC", "crv": "P-256", "kid": "wrapping", "alg": "ECDH-ES",
+             "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
         ]});
         let keys = parse_set(&set);
-        assert_eq!(keys.len(), 2, "the encryption key is left out; the HMAC key parses but fits nothing");
+        assert_eq!(
+            keys.len(),
+            2,
+            "the encryption keys are left out (by `use`, and by an `alg` no one signs with); the HMAC key parses but fits nothing"
+        );
         let ec = &keys[0];
         assert!(ec.fits(Some("ec"), Algorithm::ES256));
         assert!(ec.fits(None, Algorithm::ES256));

@@ -25,6 +25,13 @@ use keys::KeyRing;
 
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
+/// Longest access token taken: identity providers' are a few kilobytes at most.
+pub(crate) const MAX_TOKEN_BYTES: usize = 8 * 1024;
+
+/// Introspections at once, and how long a token waits for its turn before it is answered 503.
+const MAX_INTROSPECTIONS: usize = 16;
+const INTROSPECTION_QUEUE: std::time::Duration = std::time::Duration::from_secs(2);
+
 #[derive(Debug, thiserror::Error)]
 pub enum OAuthError {
     #[error(transparent)]
@@ -55,6 +62,9 @@ pub struct ResourceServer {
     config: OAuthConfig,
     keys: Option<Arc<KeyRing>>,
     introspection_endpoint: Option<String>,
+    /// Introspections in flight at once: tokens nobody issued cannot make this server flood
+    /// the issuer with its own credentials.
+    introspecting: tokio::sync::Semaphore,
     fetcher: Fetcher,
     /// The full URL of this resource's metadata, as `WWW-Authenticate` gives it.
     metadata_url: String,
@@ -82,15 +92,32 @@ impl ResourceServer {
         let metadata = if needs_metadata { Some(discover(&fetcher, &config.issuer).await?) } else { None };
         let from_metadata =
             |field: &str| metadata.as_ref().and_then(|m| m.get(field)).and_then(Value::as_str).map(str::to_owned);
-        let jwks_uri = config.jwks_uri.clone().or_else(|| from_metadata("jwks_uri"));
+        // Plain http to loopback is for an issuer on this machine (a test, a sidecar): a remote
+        // issuer's metadata may not send its keys or tokens there.
+        let from_metadata = |field: &str| -> Result<Option<String>, OAuthError> {
+            let url = from_metadata(field);
+            if url.as_deref().is_some_and(|u| u.starts_with("http://")) && !config.issuer.starts_with("http://") {
+                return Err(OAuthError::Issuer {
+                    issuer: config.issuer.clone(),
+                    source: FetchError::Setup(format!(
+                        "its metadata names a plain-http {field}; an https issuer's must be https"
+                    )),
+                });
+            }
+            Ok(url)
+        };
+        let jwks_uri = match config.jwks_uri.clone() {
+            Some(uri) => Some(uri),
+            None => from_metadata("jwks_uri")?,
+        };
         let introspection_endpoint = match &config.introspection {
             None => None,
-            Some(i) => Some(
-                i.endpoint
-                    .clone()
-                    .or_else(|| from_metadata("introspection_endpoint"))
-                    .ok_or(OAuthError::Missing("introspection_endpoint"))?,
-            ),
+            Some(i) => Some(match i.endpoint.clone() {
+                Some(endpoint) => endpoint,
+                None => {
+                    from_metadata("introspection_endpoint")?.ok_or(OAuthError::Missing("introspection_endpoint"))?
+                }
+            }),
         };
         for url in jwks_uri.iter().chain(introspection_endpoint.iter()) {
             fetch::check_url(url).map_err(|why| OAuthError::Issuer {
@@ -110,7 +137,15 @@ impl ResourceServer {
             None => return Err(OAuthError::Missing("jwks_uri")),
         };
         let (metadata_url, metadata_paths) = metadata_location(&config.resource);
-        Ok(ResourceServer { config, keys, introspection_endpoint, fetcher, metadata_url, metadata_paths })
+        Ok(ResourceServer {
+            config,
+            keys,
+            introspection_endpoint,
+            introspecting: tokio::sync::Semaphore::new(MAX_INTROSPECTIONS),
+            fetcher,
+            metadata_url,
+            metadata_paths,
+        })
     }
 
     /// The principal `token` stands for.
@@ -165,6 +200,11 @@ impl ResourceServer {
         let (Some(endpoint), Some(client)) = (&self.introspection_endpoint, &self.config.introspection) else {
             return Err(Refusal::Invalid("this server introspects no tokens".into()));
         };
+        let busy = || Refusal::IssuerUnreachable("too many tokens are being checked with the issuer; try again".into());
+        let _turn = tokio::time::timeout(INTROSPECTION_QUEUE, self.introspecting.acquire())
+            .await
+            .map_err(|_| busy())?
+            .map_err(|_| busy())?;
         let answer = self
             .fetcher
             .post_form(

@@ -209,7 +209,7 @@ fn the_official_mcp_client_signs_in_through_the_issuer_and_is_held_to_its_grant(
     assert_eq!(answer["set_error"], json!(false), "{answer}");
     assert_eq!(answer["get"]["value"], json!({"step": 1}), "{answer}");
     assert_eq!(answer["foreign_error"], json!(true), "alice's grant stops at users/alice/: {answer}");
-    assert!(answer["foreign"].as_str().unwrap().contains("token `alice`"), "{answer}");
+    assert!(answer["foreign"].as_str().unwrap().contains("token `oauth:alice`"), "{answer}");
 }
 
 #[test]
@@ -280,6 +280,23 @@ fn tokens_an_attacker_would_present_are_refused() {
     payload["sub"] = json!("admin");
     invalid(&format!("{}.{}.{}", parts[0], b64(&payload), parts[2]), "signature does not verify");
 
+    // A token bound to its sender's key, which this server cannot check, is not taken as a
+    // plain bearer token.
+    invalid(
+        &signed(&claims(&|c| c["cnf"] = json!({"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}))),
+        "bound to a key",
+    );
+    // A token of 9 KB is refused before anything looks at it.
+    invalid(&"x".repeat(9 * 1024), "longer than");
+    // A subject that would reach into another's prefix (`users/alice/x/` lies inside alice's
+    // `users/alice/`) gets no grant that names {sub}.
+    let sneaky = claims(&|c| {
+        c["sub"] = json!("alice/x");
+        c["groups"] = json!(["team-a"]);
+    });
+    problem(&put(&server, &signed(&sneaky), "users/alice/x/plan"), 403, "forbidden");
+    problem(&put(&server, &signed(&sneaky), "users/alice/plan"), 403, "forbidden");
+
     // A good token no grant covers: 403, naming the scope that would.
     let response = put(&server, &signed(&claims(&|c| c["sub"] = json!("mallory"))), "robots/r4");
     problem(&response, 403, "forbidden");
@@ -296,7 +313,7 @@ fn tokens_an_attacker_would_present_are_refused() {
     assert_eq!(keys, ["robots/r1", "robots/r2"], "{listed}");
     // The audit trail names the issuer's subject.
     let history = server.client().with_token(&admin_view).get("/v1/history?key=robots/r1").unwrap().json();
-    assert_eq!(history["events"][0]["by"], json!("robot"), "{history}");
+    assert_eq!(history["events"][0]["by"], json!("oauth:robot"), "named apart from any tokens-file entry: {history}");
 }
 
 #[test]
