@@ -295,6 +295,7 @@ fn arguments_that_do_not_parse_need_no_less_they_are_refused() {
 
 #[test]
 fn a_tokens_file_cannot_take_the_name_of_an_identity_providers_subject() {
-    let file = "[[token]]\nname = \"oauth:alice\"\nsecret = \"0123456789abcdef0\"\nprefixes = [\"\"]\nrights = [\"admin\"]\n";
+    let file =
+        "[[token]]\nname = \"oauth:alice\"\nsecret = \"0123456789abcdef0\"\nprefixes = [\"\"]\nrights = [\"admin\"]\n";
     assert!(Tokens::parse(file).unwrap_err().contains("identity-provider subjects"));
 }
