@@ -156,6 +156,7 @@ async def native(p):
 
     dump = await p.call("store_export", {"limit": 5})
     await p.call("store_import", {"records": dump["records"], "dry_run": True})
+    await p.call("store_usage", {"prefix": "sdk/"})
     await p.call("state_health")
     await p.call("state_reset", {"confirm": "DELETE EVERYTHING"})
 

@@ -189,6 +189,8 @@ def admin_and_transfer(state: Client) -> None:
     check("export pages records", isinstance(exported.get("records"), list) and exported["records"], exported)
     record = dict(exported["records"][0], key=f"py-{RUN}/imported")
     dry = state.store_import([record], dry_run=True)
+    usage = state.store_usage(prefix=f"py-{RUN}/")
+    check("usage measures a prefix", usage["keys"] >= 1 and usage["bytes"] > 0, usage)
     check("import dry run changes nothing", "imported" not in str(state.state_list(prefix=f"py-{RUN}/imported")), dry)
     reply = state.call("native", "state_get", {"key": f"py-{RUN}/none"})
     check("call answers with the reply envelope", reply["outcome"] == "not_found", reply)

@@ -54,6 +54,7 @@ use state_core::ops::session::{
 };
 use state_core::ops::transfer::{ExportRequest, ExportResult, ImportRequest, ImportResult};
 use state_core::ops::txn::{TxnRequest, TxnResult};
+use state_core::ops::usage::{UsageRequest, UsageResult};
 use state_core::ops::watch::{WatchRequest, WatchResult};
 use state_core::ops::workflow::{AwaitSignalRequest, AwaitSignalResult, SignalRequest, SignalResult};
 use state_core::ops::workflow::{
@@ -133,6 +134,7 @@ pub enum Operation {
     KnowledgeDelete,
     StoreExport,
     StoreImport,
+    StoreUsage,
     AgentCheckpointGetState,
     AgentCheckpointSetState,
     AgentCheckpointForceSetState,
@@ -310,7 +312,7 @@ impl ToolGroup {
             ToolGroup::Watch => "wait for changes instead of polling",
             ToolGroup::Checkpoint => "save where work stands; restore, search, timeline",
             ToolGroup::Knowledge => "notes recalled by relevance within a token budget",
-            ToolGroup::Transfer => "export and import every record",
+            ToolGroup::Transfer => "export and import every record; measure a prefix",
         }
     }
 }
@@ -546,6 +548,20 @@ macro_rules! runner {
         }
         Runner::Engine(run)
     }};
+    // A read the core states as a `Query` on the request itself: no engine verb to name.
+    ($req:ty => $res:ty, query) => {{
+        fn run(local: &Local, args: Value) -> CallFuture<'_> {
+            Box::pin(async move {
+                let request: $req = local::parse(args)?;
+                let result: Result<$res, EngineError> = match request.validate() {
+                    Ok(()) => local.engine().query(request).await,
+                    Err(invalid) => Err(invalid.into()),
+                };
+                local::reply(result)
+            })
+        }
+        Runner::Engine(run)
+    }};
 }
 
 /// Runs a compatibility tool: its arguments parsed as the declared type (or, for an adapter
@@ -631,6 +647,9 @@ macro_rules! native {
     };
     ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty => $res:ty, local: $function:path, needs: $needs:expr, rest: $rest:expr, cli: $cli:expr, $desc:literal) => {
         native!(@declare $op, $name, $title, $group, $effect, $req, $res, runner!($req => $res, local: $function), $needs, $rest, $cli, $desc)
+    };
+    ($op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty => $res:ty, query, needs: $needs:expr, rest: $rest:expr, cli: $cli:expr, $desc:literal) => {
+        native!(@declare $op, $name, $title, $group, $effect, $req, $res, runner!($req => $res, query), $needs, $rest, $cli, $desc)
     };
     (@declare $op:ident, $name:literal, $title:literal, $group:ident, $effect:ident, $req:ty, $res:ty, $run:expr, $needs:expr, $rest:expr, $cli:expr, $desc:literal) => {{
         records_retries!($effect, $req, $name);
@@ -721,7 +740,7 @@ macro_rules! structured {
     };
 }
 
-static SPECS: [OperationSpec; 106] = [
+static SPECS: [OperationSpec; 107] = [
     native!(
         StateGet,
         "state_get",
@@ -1495,6 +1514,19 @@ static SPECS: [OperationSpec; 106] = [
         rest: rest(Post, "/v1/store:import", RestBody::Args, Plain),
         cli: Cli::Command("import"),
         "Write exported records (up to 1000, one transaction) keeping their versions. Records already there unchanged are skipped; differing ones are reported as conflicts, never overwritten. dry_run decides without writing."
+    ),
+    native!(
+        StoreUsage,
+        "store_usage",
+        "Measure a prefix",
+        Transfer,
+        ReadOnly,
+        UsageRequest => UsageResult,
+        query,
+        needs: |r| vec![Need::Prefix(r.prefix.clone(), Read)],
+        rest: rest(Get, "/v1/usage", RestBody::None, Plain),
+        cli: Cli::Command("usage"),
+        "Live keys, named records (leases, queue messages, sessions) and their bytes under an id prefix: what a storage quota counts."
     ),
     text!(
         AgentCheckpointGetState,

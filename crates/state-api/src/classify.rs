@@ -27,6 +27,7 @@ use state_core::ops::semaphore::{
 use state_core::ops::session::{SessionListResult, SessionRestoreResult, SessionSaveResult};
 use state_core::ops::transfer::{ExportResult, ImportResult};
 use state_core::ops::txn::{TxnResult, TxnStatus};
+use state_core::ops::usage::UsageResult;
 use state_core::ops::watch::WatchResult;
 use state_core::ops::workflow::{AwaitSignalResult, AwaitStatus, SignalResult, SignalStatus};
 use state_core::ops::workflow::{
@@ -55,6 +56,7 @@ macro_rules! always_ok {
 
 always_ok!(
     ExportResult,
+    UsageResult,
     ListResult,
     BatchGetResult,
     HistoryResult,

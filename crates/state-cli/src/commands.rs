@@ -31,6 +31,7 @@ use state_core::ops::semaphore::{
 };
 use state_core::ops::session::{SessionListRequest, SessionRestoreRequest, SessionSaveRequest};
 use state_core::ops::txn::TxnRequest;
+use state_core::ops::usage::UsageRequest;
 use state_core::ops::workflow::{AwaitSignalRequest, SignalRequest};
 use state_core::ops::workflow::{
     CancelRequest, CheckpointRequest, ClaimRequest, CompleteRequest, CreateRunRequest, FailRequest, HeartbeatRequest,
@@ -185,6 +186,12 @@ pub enum Command {
     Knowledge(KnowledgeCommand),
     /// The store's revision, size, owner and write statistics
     Health,
+    /// Keys, named records and bytes stored under an id prefix (what a storage quota counts)
+    Usage {
+        /// Id prefix; omit it for the whole store
+        #[arg(default_value = "")]
+        prefix: String,
+    },
     /// Any operation by id with JSON arguments, e.g. `call native/state_get '{"key":"k"}'`;
     /// without one, lists every operation and the command that runs it
     Call {
@@ -1182,6 +1189,7 @@ pub(crate) fn operation(command: &Command) -> Result<(Operation, Value)> {
             }
         },
         Command::Health => typed(Op::StateHealth, HealthRequest {}),
+        Command::Usage { prefix } => typed(Op::StoreUsage, UsageRequest { prefix: prefix.clone() }),
         Command::Call { operation: None, .. } => bail!("`call` without an operation lists them: not one call"),
         Command::Call { operation: Some(operation), args: given } => {
             let Some(op) = Operation::from_id(operation) else {

@@ -32,6 +32,7 @@ mod testing;
 pub mod text_index;
 pub mod time;
 pub mod transfer;
+pub mod usage;
 pub mod view;
 pub mod workflow;
 

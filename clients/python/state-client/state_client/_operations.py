@@ -53,6 +53,7 @@ ROUTES: dict[str, Route] = {
     "state_txn": Route("POST", "/v1/kv:txn", path=(), query=(), json_query=(), body='args', field=None, mutating=True),
     "store_export": Route("GET", "/v1/store:export", path=(), query=('limit', 'cursor'), json_query=(), body=None, field=None, mutating=False),
     "store_import": Route("POST", "/v1/store:import", path=(), query=(), json_query=(), body='args', field=None, mutating=True),
+    "store_usage": Route("GET", "/v1/usage", path=(), query=('prefix',), json_query=(), body=None, field=None, mutating=False),
     "whoami": Route("GET", "/v1/whoami", path=(), query=(), json_query=(), body=None, field=None, mutating=False),
     "workflow_await_signal": Route("POST", "/v1/workflows/{run_id}/await-signal", path=('run_id',), query=(), json_query=(), body='args', field=None, mutating=True),
     "workflow_cancel": Route("POST", "/v1/workflows/{run_id}/cancel", path=('run_id',), query=(), json_query=(), body='args', field=None, mutating=True),
@@ -674,6 +675,17 @@ class Operations:
         idempotency_key: Resends with the same key apply once (default: one per call, kept across retries).
         """
         return self._call("store_import", {"records": records, "dry_run": dry_run, "agent_id": agent_id, "request_id": request_id}, idempotency_key)  # type: ignore[attr-defined]
+
+    def store_usage(self, *, prefix: str | None = None) -> dict[str, Any]:
+        """Measure a prefix.
+
+        Live keys, named records (leases, queue messages, sessions) and their bytes under an id
+        prefix: what a storage quota counts.
+
+        Args:
+        prefix: "" measures the whole store.
+        """
+        return self._call("store_usage", {"prefix": prefix}, None)  # type: ignore[attr-defined]
 
     def whoami(self) -> dict[str, Any]:
         """The token this request carries: its name, prefixes and right.
@@ -1468,6 +1480,17 @@ class AsyncOperations:
         idempotency_key: Resends with the same key apply once (default: one per call, kept across retries).
         """
         return await self._call("store_import", {"records": records, "dry_run": dry_run, "agent_id": agent_id, "request_id": request_id}, idempotency_key)  # type: ignore[attr-defined]
+
+    async def store_usage(self, *, prefix: str | None = None) -> dict[str, Any]:
+        """Measure a prefix.
+
+        Live keys, named records (leases, queue messages, sessions) and their bytes under an id
+        prefix: what a storage quota counts.
+
+        Args:
+        prefix: "" measures the whole store.
+        """
+        return await self._call("store_usage", {"prefix": prefix}, None)  # type: ignore[attr-defined]
 
     async def whoami(self) -> dict[str, Any]:
         """The token this request carries: its name, prefixes and right.

@@ -16,6 +16,7 @@ pub mod semaphore;
 pub mod session;
 pub mod transfer;
 pub mod txn;
+pub mod usage;
 pub mod watch;
 pub mod workflow;
 

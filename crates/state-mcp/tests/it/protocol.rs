@@ -5,7 +5,7 @@ use state_e2e::ProtocolEra;
 
 use crate::TestServer;
 
-const NATIVE_TOOLS: [&str; 59] = [
+const NATIVE_TOOLS: [&str; 60] = [
     "state_get",
     "state_set",
     "state_delete",
@@ -65,9 +65,10 @@ const NATIVE_TOOLS: [&str; 59] = [
     "knowledge_delete",
     "store_export",
     "store_import",
+    "store_usage",
 ];
 
-const READ_ONLY: [&str; 27] = [
+const READ_ONLY: [&str; 28] = [
     "state_get",
     "state_list",
     "state_batch_get",
@@ -95,6 +96,7 @@ const READ_ONLY: [&str; 27] = [
     "knowledge_recall",
     "knowledge_list",
     "store_export",
+    "store_usage",
 ];
 
 const IDEMPOTENT: [&str; 10] = [
