@@ -4,12 +4,13 @@ use crate::catalog::Operation;
 use serde_json::Value;
 use state_core::ops::watch::WatchRequest;
 
-use crate::auth::{self, Caller, Need, Principal};
+use crate::auth::{self, Caller, Need, Principal, StorageUsage};
 use crate::http::{HttpConfig, HttpError, HttpRemote};
 use crate::local::Local;
 use crate::remote::{self, JoinConfig, JoinError, Joined, Remote};
 use crate::reply::{ApiError, ErrorCode, Outcome, Reply};
 use crate::watch::Watcher;
+use state_core::ops::usage::UsageResult;
 
 /// The operation seam: the store in this process, or the database's owner in another.
 #[derive(Clone)]
@@ -87,10 +88,46 @@ impl Api {
         {
             return Reply::error(limited);
         }
+        if op.is_mutating()
+            && let Some(storage) = principal.storage_quota()
+        {
+            let charge = StorageUsage { keys: 1, bytes: state_core::limits::json_len(&args) as u64 };
+            if let Err(full) = storage.admit(&principal.name, op, charge, || self.usage(principal.prefixes())).await {
+                return Reply::error(full);
+            }
+        }
         let (args, request_id) = auth::scope_request_ids(principal, op, args, request_id);
         let mut reply = self.dispatch_filled(op, args, request_id, Some(&principal.name)).await;
         reply.body = reply.body.map(|result| auth::with_quota(principal, op, auth::redact(principal, op, result)));
+        if op == Operation::StateHealth
+            && let (Some(storage), Ok(result)) = (principal.storage_quota(), &mut reply.body)
+        {
+            // Measured now: health is asked for rarely, and a stale figure would mislead. The
+            // quota decides by it from here on.
+            let started = std::time::Instant::now();
+            let usage = self.usage(principal.prefixes()).await.ok();
+            if let Some(usage) = usage {
+                storage.measured_now(usage, started.elapsed()).await;
+            }
+            auth::with_storage(storage, usage, result);
+        }
         reply
+    }
+
+    /// What lies under `prefixes` together, each id counted once (a prefix inside another is
+    /// measured with it).
+    async fn usage(&self, prefixes: &[String]) -> Result<StorageUsage, ApiError> {
+        let mut total = StorageUsage::default();
+        let inside_another = |at: usize, p: &String| {
+            prefixes.iter().enumerate().any(|(other, q)| p.starts_with(q.as_str()) && (q != p || other < at))
+        };
+        for (_, prefix) in prefixes.iter().enumerate().filter(|(at, p)| !inside_another(*at, p)) {
+            let reply = self.dispatch(Operation::StoreUsage, serde_json::json!({ "prefix": prefix }), None, None).await;
+            let measured: UsageResult = serde_json::from_value(reply.body?)
+                .map_err(|e| ApiError::new(ErrorCode::Internal, format!("a usage figure did not read: {e}")))?;
+            total.add(&measured);
+        }
+        Ok(total)
     }
 
     /// Runs a call on whichever side of the seam the store is, unchecked, its changes

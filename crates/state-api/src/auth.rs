@@ -27,8 +27,10 @@ use crate::reply::{ApiError, ErrorCode};
 
 mod grants;
 mod quota;
+mod storage;
 pub use grants::{GrantEntry, Grants, Identity, OAUTH_NAME_PREFIX};
 pub use quota::{QuotaFigures, WriteQuota};
+pub use storage::{StorageLimits, StorageQuota, StorageUsage};
 
 /// Shortest secret accepted: a guessable token protects nothing.
 const MIN_SECRET_BYTES: usize = 16;
@@ -50,6 +52,8 @@ pub struct Principal {
     right: Right,
     /// Writes per second, shared by every request made as this token.
     write_quota: Option<Arc<WriteQuota>>,
+    /// Keys and bytes under its prefixes, shared likewise.
+    storage_quota: Option<Arc<StorageQuota>>,
 }
 
 /// Who makes a call, always stated: there is no "unknown, so everything" caller.
@@ -71,6 +75,7 @@ impl Caller {
             prefixes: Vec::new(),
             right: Right::Read,
             write_quota: None,
+            storage_quota: None,
         })
     }
 
@@ -88,10 +93,12 @@ impl PartialEq for Principal {
     fn eq(&self, other: &Principal) -> bool {
         let rate =
             |p: &Principal| p.write_quota.as_ref().map(|q| (q.figures().writes_per_second, q.figures().write_burst));
+        let storage = |p: &Principal| p.storage_quota.as_ref().map(|q| q.limits());
         self.name == other.name
             && self.prefixes == other.prefixes
             && self.right == other.right
             && rate(self) == rate(other)
+            && storage(self) == storage(other)
     }
 }
 
@@ -99,6 +106,11 @@ impl Principal {
     /// The token's write quota, if it has one.
     pub fn write_quota(&self) -> Option<&WriteQuota> {
         self.write_quota.as_deref()
+    }
+
+    /// The token's storage quota, if it has one.
+    pub fn storage_quota(&self) -> Option<&StorageQuota> {
+        self.storage_quota.as_deref()
     }
 
     /// Takes one write from the token's quota, or refuses the call.
@@ -186,6 +198,12 @@ struct Entry {
     /// Changes it may make at once after a quiet spell (default: one second's worth).
     #[serde(default)]
     write_burst: Option<f64>,
+    /// Most live keys under its prefixes; no limit without.
+    #[serde(default)]
+    max_keys: Option<u64>,
+    /// Most bytes (ids and values of keys and named records) under its prefixes.
+    #[serde(default)]
+    max_bytes: Option<u64>,
 }
 
 impl Tokens {
@@ -232,7 +250,9 @@ impl Tokens {
             }
             let rate = rate_of(&format!("token `{name}`"), entry.writes_per_second, entry.write_burst)?;
             let write_quota = rate.map(|rate| Arc::new(WriteQuota::new(rate)));
-            entries.push((Principal { name, prefixes: entry.prefixes, right, write_quota }, digest));
+            let storage_quota = StorageLimits::of(&format!("token `{name}`"), entry.max_keys, entry.max_bytes)?
+                .map(|limits| Arc::new(StorageQuota::new(limits)));
+            entries.push((Principal { name, prefixes: entry.prefixes, right, write_quota, storage_quota }, digest));
         }
         Ok(Tokens { entries })
     }
@@ -244,6 +264,11 @@ impl Tokens {
             principal.write_quota.get_or_insert_with(|| Arc::new(WriteQuota::new(rate)));
         }
         Ok(self)
+    }
+
+    /// Every token's name and storage quota, for `/metrics`.
+    pub fn storage_quotas(&self) -> impl Iterator<Item = (&str, &StorageQuota)> {
+        self.entries.iter().filter_map(|(p, _)| p.storage_quota.as_deref().map(|q| (p.name.as_str(), q)))
     }
 
     /// Every token's name and write quota, for `/metrics`.
@@ -349,7 +374,7 @@ fn redact_strings(message: &str) -> String {
 /// The longest start of `text` whose quoted parts are all words of the tokens file's format,
 /// and whether anything was cut after it.
 fn keep_format_words(text: &str) -> (String, bool) {
-    const WORDS: [&str; 11] = [
+    const WORDS: [&str; 13] = [
         "token",
         "name",
         "secret",
@@ -361,6 +386,8 @@ fn keep_format_words(text: &str) -> (String, bool) {
         "admin",
         "writes_per_second",
         "write_burst",
+        "max_keys",
+        "max_bytes",
     ];
     let mut kept = 0;
     let mut rest = text;
@@ -520,6 +547,23 @@ pub(crate) fn with_quota(principal: &Principal, op: Operation, mut result: Value
         }
     }
     result
+}
+
+/// `state_health` answered to a token with a storage quota says what it holds against it
+/// (`usage` measured now, or else the last figure).
+pub(crate) fn with_storage(quota: &StorageQuota, usage: Option<StorageUsage>, result: &mut Value) {
+    let Some(usage) = usage.or_else(|| quota.last_usage()) else { return };
+    let limits = quota.limits();
+    let storage = state_core::ops::health::TokenStorage {
+        max_keys: limits.max_keys,
+        max_bytes: limits.max_bytes,
+        keys: usage.keys,
+        bytes: usage.bytes,
+        writes_refused: quota.refused(),
+    };
+    if let (Some(fields), Ok(value)) = (result.as_object_mut(), serde_json::to_value(storage)) {
+        fields.insert("storage".into(), value);
+    }
 }
 
 /// A token's request ids, in a namespace of its own: the `request_id` argument and the one

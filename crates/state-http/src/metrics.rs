@@ -15,7 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use state_api::Outcome;
-use state_api::auth::QuotaFigures;
+use state_api::auth::{QuotaFigures, StorageQuota};
 use state_api::catalog::Operation;
 
 use crate::Service;
@@ -182,6 +182,44 @@ fn quotas(out: &mut String, tokens: &state_api::auth::Tokens) {
     }
 }
 
+/// Each token's storage limits, what it last measured to hold, and the writes refused for
+/// them, by token name.
+fn storage_quotas(out: &mut String, tokens: &state_api::auth::Tokens) {
+    let figures: Vec<_> = tokens.storage_quotas().map(|(name, quota)| (escape(name), quota)).collect();
+    if figures.is_empty() {
+        return;
+    }
+    let families: [Family<StorageQuota>; 5] = [
+        ("state_token_storage_max_keys", "gauge", "Most live keys under each token's prefixes.", |q| {
+            q.limits().max_keys.map_or(f64::NAN, |max| max as f64)
+        }),
+        ("state_token_storage_max_bytes", "gauge", "Most bytes under each token's prefixes.", |q| {
+            q.limits().max_bytes.map_or(f64::NAN, |max| max as f64)
+        }),
+        ("state_token_storage_keys", "gauge", "Live keys under each token's prefixes, as last measured.", |q| {
+            q.last_usage().map_or(f64::NAN, |usage| usage.keys as f64)
+        }),
+        ("state_token_storage_bytes", "gauge", "Bytes under each token's prefixes, as last measured.", |q| {
+            q.last_usage().map_or(f64::NAN, |usage| usage.bytes as f64)
+        }),
+        (
+            "state_token_storage_refused_total",
+            "counter",
+            "Writes refused because the token held its storage quota.",
+            |q| q.refused() as f64,
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (token, quota) in &figures {
+            let value = value(quota);
+            if !value.is_nan() {
+                let _ = writeln!(out, "{name}{{token=\"{token}\"}} {value}");
+            }
+        }
+    }
+}
+
 fn gauge(out: &mut String, name: &str, help: &str, value: f64) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}");
 }
@@ -235,6 +273,7 @@ pub(crate) async fn metrics(
     let mut text = service.metrics.render(health.as_ref());
     if let Some(tokens) = &service.tokens {
         quotas(&mut text, tokens);
+        storage_quotas(&mut text, tokens);
     }
     let mut response = text.into_response();
     response

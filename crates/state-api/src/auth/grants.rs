@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use serde::Deserialize;
 use state_core::rate::Rate;
 
-use super::{Principal, Right, WriteQuota, rate_of};
+use super::{Principal, Right, StorageLimits, StorageQuota, WriteQuota, rate_of};
 
 /// Subjects whose write allowance is remembered at once; past it every allowance starts over
 /// (only verified tokens add subjects, so reaching it takes that many real identities).
@@ -48,6 +48,11 @@ pub struct GrantEntry {
     writes_per_second: Option<f64>,
     #[serde(default)]
     write_burst: Option<f64>,
+    /// Most live keys under the prefixes, for each set of prefixes the grant gives out.
+    #[serde(default)]
+    max_keys: Option<u64>,
+    #[serde(default)]
+    max_bytes: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -58,6 +63,7 @@ struct Grant {
     prefixes: Vec<String>,
     right: Right,
     rate: Option<Rate>,
+    storage: Option<StorageLimits>,
     /// The characters that follow `{sub}` in the prefixes: a subject holding one could name a
     /// prefix inside another subject's (`bob/x` in `users/{sub}/` lies inside bob's).
     separators: Vec<char>,
@@ -78,13 +84,19 @@ impl Grant {
 /// may not start so, so the two never share limits, request ids or an audit name.
 pub const OAUTH_NAME_PREFIX: &str = "oauth:";
 
+/// Allowances made on first use, by who they are for.
+type Allowances<K, T> = Mutex<HashMap<K, Arc<T>>>;
+
 /// The grants of an OAuth configuration, and the write allowance of each subject they let in.
 #[derive(Debug)]
 pub struct Grants {
     grants: Vec<Grant>,
     /// Per (grant, subject): every request of one subject draws on one allowance, as every
     /// request of one file token does.
-    quotas: Mutex<HashMap<(usize, String), Arc<WriteQuota>>>,
+    quotas: Allowances<(usize, String), WriteQuota>,
+    /// Per (grant, prefixes): subjects given the same prefixes (a team's) share one storage
+    /// allowance, since they share what lies under them.
+    storage: Allowances<(usize, Vec<String>), StorageQuota>,
 }
 
 impl Grants {
@@ -109,6 +121,7 @@ impl Grants {
                 return Err(format!("{name}: prefixes is empty; \"\" covers everything"));
             }
             let rate = rate_of(&name, entry.writes_per_second, entry.write_burst)?.or(default_rate);
+            let storage = StorageLimits::of(&name, entry.max_keys, entry.max_bytes)?;
             let mut separators = Vec::new();
             for prefix in &entry.prefixes {
                 for (at, _) in prefix.match_indices("{sub}") {
@@ -129,19 +142,21 @@ impl Grants {
                 prefixes: entry.prefixes,
                 right,
                 rate,
+                storage,
                 separators,
             });
         }
-        Ok(Grants { grants, quotas: Mutex::new(HashMap::new()) })
+        Ok(Grants { grants, quotas: Mutex::new(HashMap::new()), storage: Mutex::new(HashMap::new()) })
     }
 
     /// The principal `identity` is, or `None` when no grant matches it.
     pub fn principal(&self, identity: &Identity) -> Option<Principal> {
         let (index, grant) = self.grants.iter().enumerate().find(|(_, grant)| grant.matches(identity))?;
-        let prefixes = grant.prefixes.iter().map(|p| p.replace("{sub}", &identity.subject)).collect();
+        let prefixes: Vec<String> = grant.prefixes.iter().map(|p| p.replace("{sub}", &identity.subject)).collect();
         let write_quota = grant.rate.map(|rate| self.quota(index, &identity.subject, rate));
+        let storage_quota = grant.storage.map(|limits| self.storage_quota(index, &prefixes, limits));
         let name = format!("{OAUTH_NAME_PREFIX}{}", identity.subject);
-        Some(Principal { name, prefixes, right: grant.right, write_quota })
+        Some(Principal { name, prefixes, right: grant.right, write_quota, storage_quota })
     }
 
     /// The scopes the grants name, for the resource's metadata (`scopes_supported`).
@@ -156,13 +171,23 @@ impl Grants {
     }
 
     fn quota(&self, grant: usize, subject: &str, rate: Rate) -> Arc<WriteQuota> {
-        // A poisoned map only lost an insertion: the allowances in it are still sound.
-        let mut quotas = self.quotas.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if quotas.len() >= REMEMBERED_SUBJECTS && !quotas.contains_key(&(grant, subject.to_owned())) {
-            quotas.clear();
-        }
-        quotas.entry((grant, subject.to_owned())).or_insert_with(|| Arc::new(WriteQuota::new(rate))).clone()
+        remembered(&self.quotas, (grant, subject.to_owned()), || WriteQuota::new(rate))
     }
+
+    fn storage_quota(&self, grant: usize, prefixes: &[String], limits: StorageLimits) -> Arc<StorageQuota> {
+        remembered(&self.storage, (grant, prefixes.to_vec()), || StorageQuota::new(limits))
+    }
+}
+
+/// The allowance `map` holds for `key`, made on first use. Past `REMEMBERED_SUBJECTS` keys every
+/// allowance starts over.
+fn remembered<K: std::hash::Hash + Eq, T>(map: &Allowances<K, T>, key: K, make: impl FnOnce() -> T) -> Arc<T> {
+    // A poisoned map only lost an insertion: the allowances in it are still sound.
+    let mut map = map.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if map.len() >= REMEMBERED_SUBJECTS && !map.contains_key(&key) {
+        map.clear();
+    }
+    map.entry(key).or_insert_with(|| Arc::new(make())).clone()
 }
 
 #[cfg(test)]
@@ -243,6 +268,31 @@ mod tests {
         }
         assert!(again.take_write().is_err(), "a second token of the same subject shares the allowance");
         other.take_write().unwrap();
+    }
+
+    #[test]
+    fn subjects_given_the_same_prefixes_share_one_storage_quota() {
+        let file = "[[grant]]\ngroup = \"search\"\nprefixes = [\"search/\"]\nrights = [\"write\"]\nmax_keys = 10\n\n\
+                    [[grant]]\nscope = \"s\"\nprefixes = [\"users/{sub}/\"]\nrights = [\"write\"]\nmax_bytes = 99\n";
+        let grants = grants(file).unwrap();
+        let storage = |subject: &str, scopes: &[&str], groups: &[&str]| {
+            let principal = grants.principal(&identity(subject, scopes, groups)).unwrap();
+            let quota = principal.storage_quota.clone().unwrap();
+            (quota.limits(), Arc::as_ptr(&quota))
+        };
+        let (team_limits, alice) = storage("alice", &[], &["search"]);
+        let (_, bob) = storage("bob", &[], &["search"]);
+        assert_eq!(team_limits.max_keys, Some(10));
+        assert_eq!(alice, bob, "one team, one allowance for what lies under search/");
+        let (own_limits, carol) = storage("carol", &["s"], &[]);
+        let (_, dave) = storage("dave", &["s"], &[]);
+        assert_eq!(own_limits.max_bytes, Some(99));
+        assert_ne!(carol, dave, "users/carol/ and users/dave/ are measured apart");
+        assert!(
+            self::grants("[[grant]]\nscope = \"s\"\nprefixes = [\"a/\"]\nrights = [\"write\"]\nmax_keys = 0\n")
+                .unwrap_err()
+                .contains("at least 1")
+        );
     }
 
     #[test]

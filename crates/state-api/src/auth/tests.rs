@@ -251,6 +251,24 @@ fn a_token_may_carry_a_write_quota_and_bad_ones_are_refused_by_name() {
 }
 
 #[test]
+fn a_token_may_carry_a_storage_quota_and_a_bad_one_is_refused_by_name() {
+    let with = |extra: &str| {
+        format!(
+            "[[token]]\nname = \"t\"\nsecret = \"t-secret-0123456789ab\"\nprefixes = [\"t/\"]\nrights = [\"write\"]\n{extra}"
+        )
+    };
+    let tokens = Tokens::parse(&with("max_keys = 100\nmax_bytes = 5000\n")).unwrap();
+    let limits = tokens.authenticate("t-secret-0123456789ab").unwrap().storage_quota().unwrap().limits();
+    assert_eq!((limits.max_keys, limits.max_bytes), (Some(100), Some(5000)));
+    assert_eq!(tokens.storage_quotas().map(|(name, _)| name).collect::<Vec<_>>(), ["t"]);
+    assert!(Tokens::parse(&with("")).unwrap().authenticate("t-secret-0123456789ab").unwrap().storage_quota().is_none());
+    let error = Tokens::parse(&with("max_bytes = 0\n")).unwrap_err();
+    assert!(error.contains("token `t`") && error.contains("at least 1"), "{error}");
+    let error = Tokens::parse(&with("max_keys = -1\n")).unwrap_err();
+    assert!(error.contains("line"), "{error}");
+}
+
+#[test]
 fn a_write_past_the_quota_is_refused_and_reads_are_not_counted() {
     let file = "[[token]]\nname = \"t\"\nsecret = \"t-secret-0123456789ab\"\nprefixes = [\"\"]\nrights = [\"write\"]\nwrites_per_second = 0.001\nwrite_burst = 2\n";
     let principal = Tokens::parse(file).unwrap().authenticate("t-secret-0123456789ab").cloned().unwrap();

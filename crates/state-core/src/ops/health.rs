@@ -45,6 +45,20 @@ pub struct HealthResult {
     /// The calling token's own quota, where it has one: its rate and what was refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quota: Option<TokenQuota>,
+    /// The calling token's storage quota and what it last measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<TokenStorage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenStorage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_keys: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    pub keys: u64,
+    pub bytes: u64,
+    pub writes_refused: u64,
 }
 
 /// A token's write quota as this server holds it.

@@ -26,6 +26,7 @@ mod replicas;
 mod routes;
 mod seam;
 mod soak;
+mod storage;
 mod watch;
 
 use std::path::{Path, PathBuf};

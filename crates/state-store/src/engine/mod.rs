@@ -678,6 +678,7 @@ impl Engine {
                 watchers: Some(watchers),
                 replicas: txn.replicas()?,
                 quota: None,
+                storage: None,
             })
         })
         .await

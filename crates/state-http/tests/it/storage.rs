@@ -1,0 +1,129 @@
+//! Storage quotas (issue 35): a tenant holds at most so many keys and bytes under its
+//! prefixes. At its limit every call that could add is refused with a reason, removing is
+//! let through, other tenants write on, and the limit holds on every server of the store
+//! (two PostgreSQL replicas measure the one store), each server keeping its own figure.
+
+use serde_json::{Value, json};
+
+use crate::replicas::Store;
+use crate::{ADMIN, Place, TEAM_A, TEAM_B, expect, problem};
+
+/// The test tokens, with team-b held to `limits` (TOML lines).
+fn tokens_with(place: &Place, limits: &str) -> String {
+    let text = crate::TOKENS.replace("prefixes = [\"team-b/\"]\n", &format!("prefixes = [\"team-b/\"]\n{limits}"));
+    assert_ne!(text, crate::TOKENS);
+    let path = place.tokens.with_file_name("storage.toml");
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn put(server: &state_e2e::HttpServer, token: &str, key: &str, value: &Value) -> state_e2e::HttpResponse {
+    server.client().with_token(token).json("PUT", &format!("/v1/kv/{key}"), value).unwrap()
+}
+
+#[test]
+fn a_tenant_at_its_key_quota_may_only_make_room_and_others_write_on() {
+    let place = Place::new();
+    let tokens = tokens_with(&place, "max_keys = 5\n");
+    let server = place.serve(&["--auth", &tokens, "--tools", "all"]);
+    for i in 0..5 {
+        expect(&put(&server, TEAM_B, &format!("team-b/k{i}"), &json!(i)), 200);
+    }
+    // The sixth key is refused with the limit named, and waiting would not help: no Retry-After.
+    let refused = put(&server, TEAM_B, "team-b/k5", &json!(5));
+    let body = problem(&refused, 429, "quota_exceeded");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.contains("team-b") && detail.contains("5 keys of its 5"), "{detail}");
+    assert!(refused.header("retry-after").is_none(), "waiting makes no room");
+    // At the limit, whatever could add is refused: an overwrite, a queue message, a tool call.
+    problem(&put(&server, TEAM_B, "team-b/k0", &json!("bigger")), 429, "quota_exceeded");
+    let send = server
+        .client()
+        .with_token(TEAM_B)
+        .json("POST", "/v1/call/native/queue_send", &json!({"queue": "team-b/q", "body": 1}))
+        .unwrap();
+    assert_eq!(send.status, 429, "{}", send.text());
+    assert_eq!(send.json()["error"]["code"], "quota_exceeded");
+    let listed = expect(&server.client().with_token(TEAM_B).get("/v1/kv?prefix=team-b/").unwrap(), 200);
+    assert_eq!(listed["entries"].as_array().unwrap().len(), 5, "nothing refused was written");
+    assert_eq!(expect(&server.client().with_token(TEAM_B).get("/v1/kv/team-b/k0").unwrap(), 200)["value"], 0);
+
+    // Another tenant is not held to team-b's limit.
+    for i in 0..10 {
+        expect(&put(&server, TEAM_A, &format!("team-a/k{i}"), &json!(i)), 200);
+    }
+
+    // Removing makes room at once.
+    expect(&server.client().with_token(TEAM_B).request("DELETE", "/v1/kv/team-b/k0", &[], None).unwrap(), 200);
+    expect(&put(&server, TEAM_B, "team-b/k5", &json!(5)), 200);
+    problem(&put(&server, TEAM_B, "team-b/k6", &json!(6)), 429, "quota_exceeded");
+
+    // The tenant's health says where it stands; the usage route measures any prefix it reads.
+    let health = expect(&server.client().with_token(TEAM_B).get("/v1/health").unwrap(), 200);
+    assert_eq!(health["storage"]["max_keys"], 5, "{health}");
+    assert_eq!(health["storage"]["keys"], 5, "{health}");
+    assert_eq!(health["storage"]["writes_refused"], 4, "{health}");
+    assert!(expect(&server.client().with_token(TEAM_A).get("/v1/health").unwrap(), 200).get("storage").is_none());
+    let usage = expect(&server.client().with_token(TEAM_B).get("/v1/usage?prefix=team-b/").unwrap(), 200);
+    assert_eq!((usage["keys"].as_u64(), usage["records"].as_u64()), (Some(5), Some(0)), "{usage}");
+    let foreign = server.client().with_token(TEAM_B).get("/v1/usage?prefix=team-a/").unwrap();
+    problem(&foreign, 403, "forbidden");
+    // The operator sees every token's figures.
+    let metrics = server.client().with_token(ADMIN).get("/metrics").unwrap().text();
+    for line in [
+        "state_token_storage_max_keys{token=\"team-b\"} 5",
+        "state_token_storage_keys{token=\"team-b\"} 5",
+        "state_token_storage_refused_total{token=\"team-b\"} 4",
+    ] {
+        assert!(metrics.contains(line), "{line} missing from\n{metrics}");
+    }
+}
+
+#[test]
+fn a_byte_quota_counts_values_and_named_records() {
+    let place = Place::new();
+    let tokens = tokens_with(&place, "max_bytes = 3000\n");
+    let server = place.serve(&["--auth", &tokens, "--tools", "all"]);
+    let kilobyte = json!("x".repeat(1000));
+    expect(&put(&server, TEAM_B, "team-b/a", &kilobyte), 200);
+    // A session under its prefix counts as much as a key does.
+    let client = server.client().with_token(TEAM_B);
+    expect(&client.json("PUT", "/v1/sessions/team-b/s", &kilobyte).unwrap(), 200);
+    let usage = expect(&client.get("/v1/usage?prefix=team-b/").unwrap(), 200);
+    assert_eq!(
+        (usage["keys"].as_u64(), usage["records"].as_u64()),
+        (Some(1), Some(2)),
+        "a session and its version: {usage}"
+    );
+    assert!(usage["bytes"].as_u64().unwrap() > 3000, "{usage}");
+    // Between measurements the figure is what was measured plus what calls carried, which
+    // undercounts a session (stored twice): a tenant may pass its limit by what it writes in
+    // that second. Its health measures, and from then on it is held.
+    let health = expect(&client.get("/v1/health").unwrap(), 200);
+    assert!(health["storage"]["bytes"].as_u64().unwrap() > 3000, "{health}");
+    let refused = problem(&put(&server, TEAM_B, "team-b/b", &json!(1)), 429, "quota_exceeded");
+    assert!(refused["detail"].as_str().unwrap().contains("bytes of its 3000"), "{refused}");
+}
+
+/// Two replicas on one PostgreSQL store: what one let in counts on the other, since each
+/// measures the store both write to. (Between its measurements a replica does not see what
+/// the other let in: the tenant's health measures at once.)
+#[test]
+fn a_storage_quota_holds_across_replicas() {
+    let Some(store) = Store::new("storage_quota") else { return };
+    let place = Place::new();
+    let tokens = tokens_with(&place, "max_keys = 4\n");
+    let first = store.replica(&["--auth", &tokens]);
+    let second = store.replica(&["--auth", &tokens]);
+    for i in 0..2 {
+        expect(&put(&first, TEAM_B, &format!("team-b/first{i}"), &json!(i)), 200);
+        expect(&put(&second, TEAM_B, &format!("team-b/second{i}"), &json!(i)), 200);
+    }
+    for server in [&first, &second] {
+        let health = expect(&server.client().with_token(TEAM_B).get("/v1/health").unwrap(), 200);
+        assert_eq!(health["storage"]["keys"], 4, "{health}");
+        let refused = problem(&put(server, TEAM_B, "team-b/more", &json!(1)), 429, "quota_exceeded");
+        assert!(refused["detail"].as_str().unwrap().contains("4 keys of its 4"), "{refused}");
+    }
+    expect(&put(&second, TEAM_A, "team-a/free", &json!(1)), 200);
+}
