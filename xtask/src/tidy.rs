@@ -7,6 +7,8 @@ use serde_json::Value;
 
 use crate::{cargo, root};
 
+mod modules;
+
 /// Normal (non-dev) dependencies of every workspace package, by package name.
 fn dependency_graph() -> BTreeMap<String, BTreeSet<String>> {
     dependencies(false)
@@ -269,46 +271,6 @@ fn every_engine_verb_is_a_native_operation() {
                  belongs in an adapter (state_compat::<profile>::calls, with a plan::Rule if it must write)"
             );
         }
-    }
-}
-
-#[test]
-fn the_cores_modules_form_no_cycle() {
-    // The data model (`ops`, `entry`, `plan`'s types, ...) is a layer the rule modules use;
-    // rules that import each other in a circle cannot be read, tested or moved one at a time.
-    let core = root().join("crates/state-core/src");
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for file in rust_files(&core) {
-        let relative = file.strip_prefix(&core).expect("under the core").to_string_lossy().into_owned();
-        let is_test = relative.ends_with("tests.rs") || relative.starts_with("testing");
-        if is_test || relative == "lib.rs" {
-            continue;
-        }
-        let module = relative.split('/').next().unwrap_or_default().trim_end_matches(".rs").to_owned();
-        let text = std::fs::read_to_string(&file).expect("readable source");
-        let uses = graph.entry(module.clone()).or_default();
-        for (at, _) in text.match_indices("crate::") {
-            let name: String =
-                text[at + "crate::".len()..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
-            if !name.is_empty() && name != module {
-                uses.insert(name);
-            }
-        }
-    }
-    // Depth-first search for a path back to where it started.
-    fn reaches(graph: &BTreeMap<String, BTreeSet<String>>, from: &str, to: &str, seen: &mut BTreeSet<String>) -> bool {
-        graph
-            .get(from)
-            .is_some_and(|next| next.iter().any(|n| n == to || (seen.insert(n.clone()) && reaches(graph, n, to, seen))))
-    }
-    for module in graph.keys() {
-        let mut seen = BTreeSet::new();
-        assert!(
-            !reaches(&graph, module, module, &mut seen),
-            "state-core's `{module}` reaches itself through the modules it uses ({:?}): move shared data \
-             down into `ops`/`plan`/`entry`, not a rule into another rule",
-            graph[module]
-        );
     }
 }
 

@@ -172,7 +172,12 @@ impl Api {
     /// if history was compacted past it), as an inspector or a resource subscription wants.
     pub async fn follow(&self, caller: &Caller, request: WatchRequest) -> Result<Watcher, ApiError> {
         let watcher = self.watch(caller, request.clone()).await?;
-        Ok(watcher.followed(self.clone(), caller.clone(), request))
+        let (api, caller) = (self.clone(), caller.clone());
+        let again: crate::watch::WatchAgain = Box::new(move |request| {
+            let (api, caller) = (api.clone(), caller.clone());
+            Box::pin(async move { api.watch(&caller, request).await })
+        });
+        Ok(watcher.followed(again, request))
     }
 
     /// Writes a consistent copy of the store, as of its last commit, to a new file at `path`

@@ -25,6 +25,7 @@ mod paths;
 mod recover;
 mod remote;
 mod reply;
+mod resume;
 mod settle;
 mod watch;
 mod wire;

@@ -1,20 +1,18 @@
 //! [`Watcher`]: a change feed through the seam, the same whichever side of it the engine is.
-//! Remote watches resume across broken streams ([`resume`]); a followed one
+//! Remote watches resume across broken streams ([`crate::resume`]); a followed one
 //! ([`crate::Api::follow`]) also watches again after a lag.
 
-mod resume;
+use std::future::Future;
+use std::pin::Pin;
 
 use state_core::ops::watch::{WatchBatch, WatchRequest};
 
-use crate::api::Api;
-use crate::auth::Caller;
 use crate::catalog::Operation;
 use crate::http::HttpRemote;
 use crate::local::engine_error;
 use crate::remote::Remote;
 use crate::reply::{ApiError, ErrorCode};
-
-pub(crate) use resume::{Happening, Resuming, WatchSource};
+use crate::resume::Resuming;
 
 /// Every change a watch covers after the revision it started from, one revision at a time, in
 /// order, then live ones as they commit. From [`crate::Api::watch`] or [`crate::Api::follow`].
@@ -30,10 +28,14 @@ enum Inner {
     Http(Box<Resuming<HttpRemote>>),
 }
 
+/// How a followed watch starts over: the same watch, after the revision given (the seam's
+/// `watch` for the same caller and request, which `Api::follow` supplies).
+pub(crate) type WatchAgain =
+    Box<dyn Fn(WatchRequest) -> Pin<Box<dyn Future<Output = Result<Watcher, ApiError>> + Send>> + Send + Sync>;
+
 /// What a followed watch needs to start over after the revision it reached.
 struct Again {
-    api: Api,
-    caller: Caller,
+    watch: WatchAgain,
     request: WatchRequest,
     /// The revision to start again after, once the watch lagged.
     pending: Option<u64>,
@@ -53,8 +55,8 @@ impl Watcher {
     }
 
     /// Makes this watch start again after the last revision it delivered whenever it lags.
-    pub(crate) fn followed(mut self, api: Api, caller: Caller, request: WatchRequest) -> Watcher {
-        self.again = Some(Again { api, caller, request, pending: None });
+    pub(crate) fn followed(mut self, watch: WatchAgain, request: WatchRequest) -> Watcher {
+        self.again = Some(Again { watch, request, pending: None });
         self
     }
 
@@ -72,7 +74,7 @@ impl Watcher {
                 // A burst of writes outran this watch: watch again from where it stopped, so
                 // no change is missed. History compacted past that point ends it (`compacted`).
                 let request = WatchRequest { after_revision: Some(resume_after), ..again.request.clone() };
-                let resumed = again.api.watch(&again.caller, request).await;
+                let resumed = (again.watch)(request).await;
                 again.pending = None;
                 match resumed {
                     Ok(resumed) => self.inner = resumed.inner,

@@ -3,6 +3,7 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 use state_boot::flags::{self, GenerateArgs, LogArgs};
+use state_boot::reach::{self, ReachError, SETTLE_AT_A_PROMPT};
 use state_boot::{OwnerArgs, ServerArgs, StoreArgs};
 
 use crate::commands::Command;
@@ -76,6 +77,11 @@ impl Cli {
     /// its screen.
     pub fn owns_the_terminal(&self) -> bool {
         matches!(self.command, TopCommand::Store(Command::Tui { .. }))
+    }
+
+    /// The store the flags name: a state-http, the database alone, or its owner.
+    pub(crate) async fn connect(&self) -> Result<state_api::Api, ReachError> {
+        reach::reach(&self.store, &self.server, "statectl", SETTLE_AT_A_PROMPT).await
     }
 }
 

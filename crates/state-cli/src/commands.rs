@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use state_api::catalog::Operation;
 use state_core::ops::NameListRequest;
 use state_core::ops::checkpoint::{
@@ -693,22 +693,8 @@ fn tag(text: &str) -> Result<(String, String), String> {
     text.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())).ok_or_else(|| format!("`{text}` is not name=value"))
 }
 
-/// Arguments without the absent options (JSON nulls), so every operation sees only what was given.
-fn args(value: Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect::<Map<_, _>>()),
-        other => other,
-    }
-}
-
-/// A typed request as the seam takes it: JSON, without the options left out (absent, not
-/// null, so a joiner's own idempotency key still goes in).
-pub(crate) fn request_args<T: Serialize>(request: T) -> Result<Value, serde_json::Error> {
-    Ok(args(serde_json::to_value(request)?))
-}
-
 fn typed<T: Serialize>(op: Operation, request: T) -> Result<(Operation, Value)> {
-    Ok((op, request_args(request)?))
+    Ok((op, input::request_args(request)?))
 }
 
 /// A flag's text as the request's own type reads it (an enum's variants, say).

@@ -221,7 +221,7 @@ async fn owner(cli: &crate::Cli, pid: u32) -> Vec<Check> {
     let stuck = |found: String| {
         fail("owner", found, format!("see its log; `kill {pid}` ends it and the next client starts another"))
     };
-    let api = match crate::run::connect(cli).await {
+    let api = match cli.connect().await {
         Ok(api) => api,
         Err(error) => return vec![stuck(format!("pid {pid} does not answer: {error:#}"))],
     };

@@ -39,3 +39,17 @@ pub(crate) fn text(argument: Option<&str>, what: &str) -> Result<String> {
 pub(crate) fn file(path: &Path, what: &str) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read the {what} from {}", path.display()))
 }
+
+/// Arguments without the absent options (JSON nulls), so every operation sees only what was given.
+pub(crate) fn args(value: Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect()),
+        other => other,
+    }
+}
+
+/// A typed request as the seam takes it: JSON, without the options left out (absent, not
+/// null, so a joiner's own idempotency key still goes in).
+pub(crate) fn request_args<T: serde::Serialize>(request: T) -> Result<Value, serde_json::Error> {
+    Ok(args(serde_json::to_value(request)?))
+}

@@ -76,7 +76,7 @@ pub(crate) async fn export(api: &Api, output: Option<&Path>) -> Result<u8> {
     match output {
         Some(path) => {
             let partial = path.with_extension("partial");
-            let mut file = crate::transfer::private_file(&partial)
+            let mut file = crate::output::private_file(&partial)
                 .with_context(|| format!("cannot create {}", partial.display()))?;
             file.write_all(text.as_bytes()).and_then(|()| file.sync_all())?;
             std::fs::rename(&partial, path).with_context(|| format!("cannot write {}", path.display()))?;

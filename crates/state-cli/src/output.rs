@@ -167,6 +167,12 @@ fn table(rows: &[Value]) -> String {
     out
 }
 
+/// Creates (or empties) a file only its user may read: where a dump of the store goes.
+pub(crate) fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().mode(0o600).create(true).write(true).truncate(true).open(path)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

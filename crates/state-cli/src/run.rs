@@ -8,17 +8,12 @@ use serde_json::{Value, json};
 use state_api::auth::Caller;
 use state_api::catalog::Operation;
 use state_api::{Api, HttpError, Reply};
-use state_boot::reach::{self, ReachError, SETTLE_AT_A_PROMPT};
+use state_boot::reach::{self, ReachError};
 use state_core::ops::watch::WatchRequest;
 
 use crate::cli::{Cli, TopCommand};
 use crate::commands::{self, Command};
 use crate::{doctor, exit, output, transfer, tui};
-
-/// The store the flags name: a state-http, the database alone, or its owner.
-pub(crate) async fn connect(cli: &Cli) -> Result<Api, ReachError> {
-    reach::reach(&cli.store, &cli.server, "statectl", SETTLE_AT_A_PROMPT).await
-}
 
 /// The exit code of a store that could not be reached: the flags are wrong (2), the server
 /// refused the token (7), or nothing answered (6).
@@ -125,7 +120,7 @@ pub async fn run(cli: &Cli) -> Result<u8> {
             db.display()
         );
     }
-    let api = match connect(cli).await {
+    let api = match cli.connect().await {
         Ok(api) => api,
         Err(e) => {
             eprintln!("statectl: {e:#}");

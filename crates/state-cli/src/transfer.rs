@@ -18,7 +18,8 @@ use state_core::ops::transfer::{
     DEFAULT_IMPORT_CHUNK, DumpedRecord, ExportRequest, ImportConflict, ImportRequest, ImportResult, MAX_IMPORT_RECORDS,
 };
 
-use crate::commands::request_args;
+use crate::input::request_args;
+use crate::output::private_file;
 use crate::{exit, foreign, memory_graph};
 
 /// The `format` a dump's header names; `version` changes only if a reader could misread it.
@@ -527,12 +528,6 @@ fn print_summary(summary: &Summary) {
 /// A stored key as a person reads it: the store's own records start with a control character.
 fn printable(key: &str) -> String {
     key.chars().map(|c| if c.is_control() { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() }).collect()
-}
-
-/// Creates (or empties) a file only its user may read.
-pub(crate) fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new().mode(0o600).create(true).write(true).truncate(true).open(path)
 }
 
 #[cfg(test)]

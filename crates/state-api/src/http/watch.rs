@@ -17,7 +17,7 @@ use tokio::time::Instant;
 
 use super::{HttpRemote, problem_to_error};
 use crate::reply::{ApiError, ErrorCode};
-use crate::watch::{Happening, Resuming, WatchSource};
+use crate::resume::{Happening, Resuming, WatchSource};
 
 /// Largest event accepted: a revision's changes with their values, well past the server's
 /// largest request body.

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::{Connection, Pending, Remote, connection, forget};
 use crate::local::engine_error;
 use crate::reply::{ApiError, ErrorCode};
-use crate::watch::{Happening, Resuming, WatchSource};
+use crate::resume::{Happening, Resuming, WatchSource};
 use crate::wire::{self, Call, ReplyFrame};
 
 /// Bytes of frames a joiner holds for one watch, at most (a frame larger than this alone is

@@ -178,7 +178,7 @@ async fn load_keys(api: Arc<Api>, scope: Arc<str>, tx: mpsc::UnboundedSender<Inp
         include_values: false,
         delimiter: None,
     };
-    let mut pages = match crate::commands::request_args(request) {
+    let mut pages = match crate::input::request_args(request) {
         Ok(args) => api.pages(Operation::StateList, args),
         Err(_) => return,
     };
@@ -267,7 +267,7 @@ fn changes_of(batch: WatchBatch) -> Vec<Change> {
 
 /// `op` with its typed request; its answer as the type it is read as.
 async fn call<T: DeserializeOwned>(api: &Api, op: Operation, request: impl Serialize) -> Result<T, String> {
-    let args = crate::commands::request_args(request).map_err(|e| format!("{}: {e}", op.name()))?;
+    let args = crate::input::request_args(request).map_err(|e| format!("{}: {e}", op.name()))?;
     let reply = api.call(op, args).await;
     match reply.body {
         Ok(body) => serde_json::from_value(body).map_err(|e| format!("{}: unexpected answer: {e}", op.name())),

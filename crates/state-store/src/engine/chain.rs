@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use state_core::{Event, UnixMillis};
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
+use super::batch::{Command, Outlets};
 use super::visibility::{ReadsHeld, Visibility};
-use super::writer::{Command, Outlets};
 use crate::backend::{Unpublished, WriteTxn};
 
 /// Batches one transaction carries at most before it is published.

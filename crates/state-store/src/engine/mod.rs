@@ -4,6 +4,7 @@
 //! Writes go to the single group-committing writer; reads run on snapshots in the blocking
 //! pool, never on the async workers.
 
+mod batch;
 mod chain;
 mod maintenance;
 mod queue;
@@ -61,14 +62,15 @@ use state_core::{Action, Event, EventKind, Limits, UnixMillis};
 use state_core::{expire, kv};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+pub use self::batch::BatchStats;
+use self::batch::{Applied, Command, WriterStats};
 use self::maintenance::ExpiryHint;
 pub use self::maintenance::MaintenanceHandle;
 use self::view::TxnView;
 use self::visibility::Visibility;
 pub use self::watch::Watch;
 use self::watch::{Committed, Feed};
-pub use self::writer::BatchStats;
-use self::writer::{Applied, Command, Idempotency, Planned, Raw, WriterStats};
+use self::writer::{Idempotency, Planned, Raw};
 use crate::backend::{Backend, Follower, ReadTxn, WriteTxn};
 use crate::clock::Clock;
 use crate::error::{EngineError, StorageError};
@@ -166,7 +168,7 @@ impl Engine {
         let visibility = Arc::new(Visibility::default());
         let writer = {
             let (backend, clock) = (backend.clone(), clock.clone());
-            let outlets = writer::Outlets {
+            let outlets = batch::Outlets {
                 stats: stats.clone(),
                 feed: feed.clone(),
                 expiries: expiries.clone(),
