@@ -2,6 +2,10 @@
 //! of them, and the server a number in all. A token at its cap gives up the session it used
 //! least recently, so a client that leaks sessions hurts only itself; a server at its cap
 //! refuses new sessions with 503 rather than grow. Sessions also end after a while unused.
+//!
+//! A session is its opener's: a request that names another token's session id is answered as
+//! if the session did not exist (404), so a leaked id lets nobody else read its notifications,
+//! post into it or end it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -36,7 +40,14 @@ struct Caller {
     /// The token's name; `None` without tokens.
     token: Option<String>,
     /// Why a session was refused, for the response.
-    refused: Mutex<Option<String>>,
+    refused: Mutex<Option<Refusal>>,
+}
+
+enum Refusal {
+    /// The server or the token is at its cap.
+    Full(String),
+    /// The session named is another token's.
+    NotYours,
 }
 
 /// A session manager that keeps the counts. Every session ends through `close_session` (a
@@ -56,6 +67,8 @@ struct Open {
 pub(crate) enum SessionsError<E> {
     #[error("{0}")]
     Full(String),
+    #[error("no such session")]
+    NotYours,
     #[error(transparent)]
     Inner(E),
 }
@@ -63,6 +76,24 @@ pub(crate) enum SessionsError<E> {
 impl<M: SessionManager> BoundedSessions<M> {
     pub(crate) fn new(inner: M, limits: SessionLimits) -> Self {
         BoundedSessions { inner, limits, open: Mutex::new(HashMap::new()) }
+    }
+
+    /// Whether the calling request may use session `id`: it opened it, or the session is not
+    /// one this table knows (the inner manager answers for it). Work of the server's own (an
+    /// idle session timing out) runs outside any request and may.
+    fn callers(&self, id: &SessionId) -> bool {
+        let Ok(caller) = CALLER.try_with(|caller| caller.token.clone()) else { return true };
+        let Ok(open) = self.open.lock() else { return false };
+        open.get(id).is_none_or(|session| session.token == caller)
+    }
+
+    /// Notes on the request that it named another token's session.
+    fn refuse_foreign(&self) {
+        let _ = CALLER.try_with(|caller| {
+            if let Ok(mut refused) = caller.refused.lock() {
+                *refused = Some(Refusal::NotYours);
+            }
+        });
     }
 
     fn touch(&self, id: &SessionId) {
@@ -107,7 +138,7 @@ impl<M: SessionManager> SessionManager for BoundedSessions<M> {
         if let Err(why) = self.admit(token.as_deref()).await {
             let _ = CALLER.try_with(|caller| {
                 if let Ok(mut refused) = caller.refused.lock() {
-                    *refused = Some(why.clone());
+                    *refused = Some(Refusal::Full(why.clone()));
                 }
             });
             return Err(SessionsError::Full(why));
@@ -129,10 +160,19 @@ impl<M: SessionManager> SessionManager for BoundedSessions<M> {
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        // Another token's session is one this caller cannot tell from a closed one: 404.
+        if !self.callers(id) {
+            return Ok(false);
+        }
         self.inner.has_session(id).await.map_err(SessionsError::Inner)
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        // A DELETE names its session without rmcp asking `has_session` first.
+        if !self.callers(id) {
+            self.refuse_foreign();
+            return Err(SessionsError::NotYours);
+        }
         if let Ok(mut open) = self.open.lock() {
             open.remove(id);
         }
@@ -188,10 +228,13 @@ pub(crate) async fn admit(request: Request, next: Next) -> Response {
         })
         .await;
     match refused {
-        Some(why) => {
+        Some(Refusal::Full(why)) => {
             let mut response = http_problem(StatusCode::SERVICE_UNAVAILABLE, "too_many_sessions", &why);
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             response
+        }
+        Some(Refusal::NotYours) => {
+            http_problem(StatusCode::NOT_FOUND, "session_not_found", "no such MCP session: start a new one")
         }
         None => response,
     }

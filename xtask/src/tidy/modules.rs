@@ -19,9 +19,10 @@ const KNOWN: [(&str, &str, &[&str], &str); 1] = [(
     "state-api",
     "",
     &["auth", "catalog", "local", "options", "wire"],
-    "the catalog's declarations hold their runners (functions of `local`) and their need rules \
-     (`auth`), while `local` dispatches by the catalog and `auth`/`options` name its operations: \
-     untying it means the operation enum leaving the catalog and dispatch leaving `local`",
+    "the declarations hold their runners, and a replaced server's runner is its adapter over \
+     `local`'s seam, which runs native operations by the same declarations: operations defined \
+     by other operations through one table. Untying it would take a table filled in at runtime, \
+     which the compiler could no longer check",
 )];
 
 /// Source text with comments, string and char literals blanked, so only code remains.

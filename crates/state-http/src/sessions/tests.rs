@@ -33,3 +33,22 @@ async fn a_token_at_its_cap_gives_up_its_least_used_session_and_a_full_server_re
     sessions.close_session(&b1).await.unwrap();
     assert!(open_as(&sessions, "c").await.is_ok(), "a closed session makes room");
 }
+
+/// Runs `work` as a request of `token` would.
+async fn as_token<T>(token: &str, work: impl std::future::Future<Output = T>) -> T {
+    CALLER.scope(Caller { token: Some(token.to_owned()), refused: Mutex::new(None) }, work).await
+}
+
+#[tokio::test]
+async fn another_tokens_session_is_one_that_does_not_exist() {
+    let sessions = BoundedSessions::new(LocalSessionManager::default(), SessionLimits { total: 8, per_token: 4 });
+    let mine = open_as(&sessions, "a").await.unwrap();
+    assert!(as_token("a", sessions.has_session(&mine)).await.unwrap());
+    assert!(!as_token("b", sessions.has_session(&mine)).await.unwrap(), "b is told it does not exist");
+    let closed = as_token("b", sessions.close_session(&mine)).await;
+    assert!(matches!(closed, Err(SessionsError::NotYours)), "b cannot end it");
+    assert!(as_token("a", sessions.has_session(&mine)).await.unwrap(), "it lives on for a");
+    // The server's own closing (an idle session) runs outside any request.
+    sessions.close_session(&mine).await.unwrap();
+    assert!(!as_token("a", sessions.has_session(&mine)).await.unwrap());
+}

@@ -371,6 +371,34 @@ fn session_lives(http: &state_e2e::HttpClient, session: &str) -> bool {
     }
 }
 
+/// A leaked session id is no way into someone else's session: another token that names it is
+/// told it does not exist, whether it posts into it, listens to it or tries to end it.
+#[test]
+fn another_tokens_session_id_opens_nothing() {
+    let place = Place::new();
+    let server = place.serve_with_auth();
+    let (team, reader) = (server.client().with_token(crate::TEAM_A), server.client().with_token(crate::READER));
+    let session = open_session(&team).unwrap();
+    assert!(!session_lives(&reader, &session), "a ping through another token's session is a 404");
+    let listen = reader.request(
+        "GET",
+        "/mcp",
+        &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &session), ("MCP-Protocol-Version", "2025-11-25")],
+        None,
+    );
+    assert_eq!(listen.unwrap().status, 404, "nor may it listen to its notifications");
+    let ended = reader
+        .request("DELETE", "/mcp", &[("Mcp-Session-Id", &session), ("MCP-Protocol-Version", "2025-11-25")], None)
+        .unwrap();
+    problem(&ended, 404, "session_not_found");
+    assert!(session_lives(&team, &session), "the session lives on for the token that opened it");
+    let own = team
+        .request("DELETE", "/mcp", &[("Mcp-Session-Id", &session), ("MCP-Protocol-Version", "2025-11-25")], None)
+        .unwrap();
+    assert_eq!(own.status, 204, "{}", own.text());
+    assert!(!session_lives(&team, &session));
+}
+
 #[test]
 fn a_session_flood_is_capped_per_token_and_in_total() {
     let place = Place::new();
