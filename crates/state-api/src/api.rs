@@ -92,7 +92,9 @@ impl Api {
             && let Some(storage) = principal.storage_quota()
         {
             let charge = StorageUsage { keys: 1, bytes: state_core::limits::json_len(&args) as u64 };
-            if let Err(full) = storage.admit(&principal.name, op, charge, || self.usage(principal.prefixes())).await {
+            let (api, prefixes) = (self.clone(), principal.prefixes().to_vec());
+            let measure = move || async move { api.usage(&prefixes).await };
+            if let Err(full) = storage.admit(&principal.name, op, charge, measure).await {
                 return Reply::error(full);
             }
         }
@@ -107,7 +109,7 @@ impl Api {
             let started = std::time::Instant::now();
             let usage = self.usage(principal.prefixes()).await.ok();
             if let Some(usage) = usage {
-                storage.measured_now(usage, started.elapsed()).await;
+                storage.measured_now(usage, started.elapsed());
             }
             auth::with_storage(storage, usage, result);
         }

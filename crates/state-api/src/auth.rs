@@ -109,8 +109,8 @@ impl Principal {
     }
 
     /// The token's storage quota, if it has one.
-    pub fn storage_quota(&self) -> Option<&StorageQuota> {
-        self.storage_quota.as_deref()
+    pub fn storage_quota(&self) -> Option<&Arc<StorageQuota>> {
+        self.storage_quota.as_ref()
     }
 
     /// Takes one write from the token's quota, or refuses the call.

@@ -3,12 +3,13 @@
 //! works the same for one server, a joined process and PostgreSQL replicas sharing a store:
 //! every server measures the one store. A measurement is reused for at least a second, and
 //! for twenty times as long as it took, so measuring a large tenant costs at most a twentieth
-//! of a core. Past its limit a tenant can still remove (delete, release, ack); every call
+//! of a core; a stale one is measured again in the background while calls go on. Past its limit a tenant can still remove (delete, release, ack); every call
 //! that could add is refused until it has made room. Between two measurements it may go past
 //! the limit by what it writes meanwhile, which its write rate bounds.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use state_core::ops::usage::UsageResult;
@@ -68,7 +69,7 @@ impl StorageUsage {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 struct Measured {
     usage: StorageUsage,
     /// What calls let through since may have added.
@@ -83,20 +84,41 @@ impl Measured {
     fn total(&self) -> StorageUsage {
         StorageUsage { keys: self.usage.keys + self.charged.keys, bytes: self.usage.bytes + self.charged.bytes }
     }
+
+    fn stale(&self) -> bool {
+        self.at.elapsed() >= REUSE_AT_LEAST.max(self.took * REUSE_FACTOR)
+    }
 }
 
 /// One tenant's storage allowance and its last measurement.
 #[derive(Debug)]
 pub struct StorageQuota {
     limits: StorageLimits,
-    /// One measurement at a time: calls that arrive while it runs wait for its figure.
-    measured: tokio::sync::Mutex<Option<Measured>>,
+    figure: Mutex<Option<Measured>>,
+    /// One measurement at a time: a call that must wait for a figure waits for the one running.
+    measuring: tokio::sync::Mutex<()>,
+    /// A stale figure is being measured again in the background.
+    refreshing: AtomicBool,
     refused: AtomicU64,
+}
+
+/// What a call is decided on.
+enum Figure<F> {
+    /// The figure as it stands, fresh or being refreshed meanwhile.
+    Standing,
+    /// None yet, or one that would refuse only by estimates: measured (by this) before deciding.
+    MeasureFirst(F),
 }
 
 impl StorageQuota {
     pub fn new(limits: StorageLimits) -> StorageQuota {
-        StorageQuota { limits, measured: tokio::sync::Mutex::new(None), refused: AtomicU64::new(0) }
+        StorageQuota {
+            limits,
+            figure: Mutex::new(None),
+            measuring: tokio::sync::Mutex::new(()),
+            refreshing: AtomicBool::new(false),
+            refused: AtomicU64::new(0),
+        }
     }
 
     pub fn limits(&self) -> StorageLimits {
@@ -108,63 +130,113 @@ impl StorageQuota {
         self.refused.load(Ordering::Relaxed)
     }
 
+    /// The last measurement, if one was made.
+    pub fn last_usage(&self) -> Option<StorageUsage> {
+        self.figure().as_ref().map(|m| m.usage)
+    }
+
+    fn figure(&self) -> std::sync::MutexGuard<'_, Option<Measured>> {
+        // A poisoned figure is still a figure: at worst one charge was lost.
+        self.figure.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes `usage`, measured from `began`, as the figure to decide by. What calls were
+    /// charged while it was measured stays charged: the measurement may not have seen them.
+    fn settle(&self, usage: StorageUsage, began: Instant, charged_before: StorageUsage) {
+        let mut figure = self.figure();
+        let charged_since = figure.as_ref().map_or(StorageUsage::default(), |m| StorageUsage {
+            keys: m.charged.keys.saturating_sub(charged_before.keys),
+            bytes: m.charged.bytes.saturating_sub(charged_before.bytes),
+        });
+        *figure =
+            Some(Measured { usage, charged: charged_since, shrunk: false, at: Instant::now(), took: began.elapsed() });
+    }
+
+    /// Measures now, one measurement at a time; a figure another call measured while this
+    /// one waited is taken instead. Charges past `charged_before` (by default, those standing
+    /// when the measurement starts) are kept.
+    async fn measure_now<Fut>(
+        &self,
+        measure: impl FnOnce() -> Fut,
+        charged_before: Option<StorageUsage>,
+    ) -> Result<(), ApiError>
+    where
+        Fut: Future<Output = Result<StorageUsage, ApiError>>,
+    {
+        let waited_from = Instant::now();
+        let _one = self.measuring.lock().await;
+        if self.figure().is_some_and(|m| m.at >= waited_from && !self.unsure(&m)) {
+            return Ok(());
+        }
+        let charged_before =
+            charged_before.unwrap_or_else(|| self.figure().map_or(StorageUsage::default(), |m| m.charged));
+        let began = Instant::now();
+        let usage = measure().await?;
+        self.settle(usage, began, charged_before);
+        Ok(())
+    }
+
     /// Takes `usage`, measured just now elsewhere (for `state_health`), as the figure to decide by.
-    pub(crate) async fn measured_now(&self, usage: StorageUsage, took: Duration) {
-        *self.measured.lock().await =
+    pub(crate) fn measured_now(&self, usage: StorageUsage, took: Duration) {
+        *self.figure() =
             Some(Measured { usage, charged: StorageUsage::default(), shrunk: false, at: Instant::now(), took });
     }
 
-    /// The last measurement, if one was made.
-    pub fn last_usage(&self) -> Option<StorageUsage> {
-        self.measured.try_lock().ok().and_then(|m| m.as_ref().map(|m| m.usage))
+    /// A figure full only by what calls may have added, or that removals may have shrunk: no
+    /// reason to refuse until it is measured again. Measuring costs what the tenant holds,
+    /// which its own limit bounds.
+    fn unsure(&self, figure: &Measured) -> bool {
+        (figure.charged != StorageUsage::default() || figure.shrunk) && self.full(figure.total()).is_some()
     }
 
     /// Lets `op` through, or refuses it because the tenant `name` holds its limit already.
     /// `charge` is what the call may add (one key, its arguments' bytes): calls let through on
-    /// a reused figure are added to it, and a figure full only by such charges is measured
-    /// again before anything is refused. `measure` measures the tenant's prefixes; it runs
-    /// only when the figure is stale, or full by charges alone.
+    /// a standing figure are added to it. `measure` measures the tenant's prefixes: before
+    /// the first call, before refusing on estimates, and in the background once the figure
+    /// is stale (calls meanwhile are decided on the standing figure, so no call waits for a
+    /// large tenant's scan).
     pub(crate) async fn admit<F, Fut>(
-        &self,
+        self: &Arc<Self>,
         name: &str,
         op: Operation,
         charge: StorageUsage,
         measure: F,
     ) -> Result<(), ApiError>
     where
-        F: Fn() -> Fut,
-        Fut: Future<Output = Result<StorageUsage, ApiError>>,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<StorageUsage, ApiError>> + Send + 'static,
     {
-        let mut measured = self.measured.lock().await;
         if FREES_SPACE.contains(&op) {
-            if let Some(last) = measured.as_mut() {
-                last.shrunk = true;
+            if let Some(figure) = self.figure().as_mut() {
+                figure.shrunk = true;
             }
             return Ok(());
         }
-        let fresh =
-            measured.as_ref().is_some_and(|last| last.at.elapsed() < REUSE_AT_LEAST.max(last.took * REUSE_FACTOR));
-        // A figure full only by what calls may have added, or that removals may have shrunk, is
-        // no reason to refuse: it is measured again. Measuring costs what the tenant holds,
-        // which its own limit bounds.
-        let unsure = measured.as_ref().is_some_and(|last| {
-            (last.charged != StorageUsage::default() || last.shrunk) && self.full(last.total()).is_some()
-        });
-        if !fresh || unsure {
-            let started = Instant::now();
-            let usage = measure().await?;
-            *measured = Some(Measured {
-                usage,
-                charged: StorageUsage::default(),
-                shrunk: false,
-                at: Instant::now(),
-                took: started.elapsed(),
-            });
+        let standing = *self.figure();
+        let decide_on = match standing {
+            Some(figure) if !self.unsure(&figure) => {
+                if figure.stale() && !self.refreshing.swap(true, Ordering::AcqRel) {
+                    let quota = Arc::clone(self);
+                    // This call is charged before the scan runs, and the scan may miss its write.
+                    let charged_before = Some(figure.charged);
+                    tokio::spawn(async move {
+                        // A failed refresh keeps the standing figure; the next stale call tries again.
+                        let _ = quota.measure_now(measure, charged_before).await;
+                        quota.refreshing.store(false, Ordering::Release);
+                    });
+                }
+                Figure::Standing
+            }
+            _ => Figure::MeasureFirst(measure),
+        };
+        if let Figure::MeasureFirst(measure) = decide_on {
+            self.measure_now(measure, None).await?;
         }
-        let Some(last) = measured.as_mut() else {
+        let mut figure = self.figure();
+        let Some(figure) = figure.as_mut() else {
             return Err(ApiError::new(ErrorCode::Internal, "a storage figure was measured and then lost"));
         };
-        if let Some(held) = self.full(last.total()) {
+        if let Some(held) = self.full(figure.total()) {
             self.refused.fetch_add(1, Ordering::Relaxed);
             return Err(ApiError::new(
                 ErrorCode::QuotaExceeded,
@@ -174,8 +246,8 @@ impl StorageQuota {
                 ),
             ));
         }
-        last.charged.keys += charge.keys;
-        last.charged.bytes += charge.bytes;
+        figure.charged.keys += charge.keys;
+        figure.charged.bytes += charge.bytes;
         Ok(())
     }
 
@@ -191,34 +263,41 @@ impl StorageQuota {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
     use super::*;
 
-    fn quota(max_keys: Option<u64>, max_bytes: Option<u64>) -> StorageQuota {
-        StorageQuota::new(StorageLimits::of("test", max_keys, max_bytes).unwrap().unwrap())
+    fn quota(max_keys: Option<u64>, max_bytes: Option<u64>) -> Arc<StorageQuota> {
+        Arc::new(StorageQuota::new(StorageLimits::of("test", max_keys, max_bytes).unwrap().unwrap()))
     }
 
     const ONE_KEY: StorageUsage = StorageUsage { keys: 1, bytes: 10 };
 
-    /// A store whose measurement answers what `held` holds, counting measurements.
+    /// A store whose measurement answers what it holds, counting measurements.
+    #[derive(Default)]
     struct Store {
         held: Mutex<StorageUsage>,
-        measured: Mutex<usize>,
+        measured: AtomicU64,
     }
 
     impl Store {
-        fn holding(keys: u64, bytes: u64) -> Store {
-            Store { held: Mutex::new(StorageUsage { keys, bytes }), measured: Mutex::new(0) }
+        fn holding(keys: u64, bytes: u64) -> Arc<Store> {
+            Arc::new(Store { held: Mutex::new(StorageUsage { keys, bytes }), measured: AtomicU64::new(0) })
         }
 
-        async fn measure(&self) -> Result<StorageUsage, ApiError> {
-            *self.measured.lock().unwrap() += 1;
-            Ok(*self.held.lock().unwrap())
+        fn hold(&self, keys: u64, bytes: u64) {
+            *self.held.lock().unwrap() = StorageUsage { keys, bytes };
         }
 
-        fn measured(&self) -> usize {
-            *self.measured.lock().unwrap()
+        fn measured(&self) -> u64 {
+            self.measured.load(Ordering::SeqCst)
+        }
+    }
+
+    /// A measurement of `store`, as `Api::usage` gives one.
+    fn of(store: &Arc<Store>) -> impl FnOnce() -> std::future::Ready<Result<StorageUsage, ApiError>> + Send + 'static {
+        let store = Arc::clone(store);
+        move || {
+            store.measured.fetch_add(1, Ordering::SeqCst);
+            std::future::ready(Ok(*store.held.lock().unwrap()))
         }
     }
 
@@ -226,52 +305,74 @@ mod tests {
     async fn calls_are_charged_to_a_fresh_figure_and_a_figure_full_by_charges_is_measured_again() {
         let quota = quota(Some(3), None);
         let store = Store::holding(1, 10);
-        quota.admit("t", Operation::StateSet, ONE_KEY, || store.measure()).await.unwrap();
-        quota.admit("t", Operation::StateSet, ONE_KEY, || store.measure()).await.unwrap();
+        quota.admit("t", Operation::StateSet, ONE_KEY, of(&store)).await.unwrap();
+        quota.admit("t", Operation::StateSet, ONE_KEY, of(&store)).await.unwrap();
         assert_eq!(store.measured(), 1, "the second call is decided on the first figure and its charge");
         // 1 measured + 2 charged = 3: full by charges alone, so it is measured again. The two
         // calls were overwrites and the store still holds 1 key: let through.
-        quota.admit("t", Operation::StateSet, ONE_KEY, || store.measure()).await.unwrap();
+        quota.admit("t", Operation::StateSet, ONE_KEY, of(&store)).await.unwrap();
         assert_eq!(store.measured(), 2);
         // Now the store really is full.
-        *store.held.lock().unwrap() = StorageUsage { keys: 3, bytes: 30 };
-        quota.admit("t", Operation::StateSet, ONE_KEY, || store.measure()).await.unwrap();
-        let refused = quota.admit("t", Operation::StateSet, ONE_KEY, || store.measure()).await.unwrap_err();
+        store.hold(3, 30);
+        quota.admit("t", Operation::StateSet, ONE_KEY, of(&store)).await.unwrap();
+        let refused = quota.admit("t", Operation::StateSet, ONE_KEY, of(&store)).await.unwrap_err();
         assert_eq!(refused.code, ErrorCode::QuotaExceeded);
         assert!(refused.message.contains("holds 3 keys of its 3"), "{}", refused.message);
         assert!(refused.retry_after_ms.is_none(), "waiting does not make room");
         // A refusal on a measured figure is not measured again while it is fresh.
         let before = store.measured();
-        quota.admit("t", Operation::QueueSend, ONE_KEY, || store.measure()).await.unwrap_err();
+        quota.admit("t", Operation::QueueSend, ONE_KEY, of(&store)).await.unwrap_err();
         assert_eq!(store.measured(), before);
         // Removing is always let through, and the next call looks again.
-        quota.admit("t", Operation::StateDelete, ONE_KEY, || store.measure()).await.unwrap();
-        *store.held.lock().unwrap() = StorageUsage { keys: 2, bytes: 20 };
-        quota.admit("t", Operation::StateSet, ONE_KEY, || store.measure()).await.unwrap();
+        quota.admit("t", Operation::StateDelete, ONE_KEY, of(&store)).await.unwrap();
+        store.hold(2, 20);
+        quota.admit("t", Operation::StateSet, ONE_KEY, of(&store)).await.unwrap();
         assert_eq!(store.measured(), before + 1);
         assert_eq!(quota.refused(), 2);
         assert_eq!(quota.last_usage(), Some(StorageUsage { keys: 2, bytes: 20 }));
     }
 
     #[tokio::test]
+    async fn a_stale_figure_is_measured_again_in_the_background_while_calls_go_on() {
+        let quota = quota(Some(100), None);
+        let store = Store::holding(10, 0);
+        quota.admit("t", Operation::StateSet, ONE_KEY, of(&store)).await.unwrap();
+        store.hold(50, 0);
+        // The figure grows old: the next call is decided on it at once, and a measurement starts.
+        if let Some(figure) = quota.figure().as_mut() {
+            figure.at -= Duration::from_secs(5);
+        }
+        quota.admit("t", Operation::StateSet, ONE_KEY, of(&store)).await.unwrap();
+        for _ in 0..1000 {
+            if quota.last_usage() == Some(StorageUsage { keys: 50, bytes: 0 }) {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(quota.last_usage(), Some(StorageUsage { keys: 50, bytes: 0 }), "measured in the background");
+        assert_eq!(store.measured(), 2);
+        // The call let through while it measured stays charged: the scan may have missed it.
+        assert_eq!(quota.figure().map(|f| f.charged.keys), Some(1));
+    }
+
+    #[tokio::test]
     async fn bytes_are_a_limit_of_their_own() {
         let quota = quota(None, Some(100));
         let store = Store::holding(1, 100);
-        let refused = quota.admit("t", Operation::SessionSave, ONE_KEY, || store.measure()).await.unwrap_err();
+        let refused = quota.admit("t", Operation::SessionSave, ONE_KEY, of(&store)).await.unwrap_err();
         assert!(refused.message.contains("100 bytes of its 100"), "{}", refused.message);
     }
 
     #[tokio::test]
     async fn a_failed_measurement_refuses_the_call_and_is_not_kept() {
         let quota = quota(Some(3), None);
-        let down = || async { Err(ApiError::new(ErrorCode::Unavailable, "owner gone")) };
+        let down = || std::future::ready(Err(ApiError::new(ErrorCode::Unavailable, "owner gone")));
         assert_eq!(
             quota.admit("t", Operation::StateSet, ONE_KEY, down).await.unwrap_err().code,
             ErrorCode::Unavailable
         );
         assert_eq!(quota.last_usage(), None);
-        let store = Store::holding(0, 0);
-        quota.admit("t", Operation::StateSet, ONE_KEY, || store.measure()).await.unwrap();
+        quota.admit("t", Operation::StateSet, ONE_KEY, of(&Store::holding(0, 0))).await.unwrap();
     }
 
     #[test]
