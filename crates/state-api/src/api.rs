@@ -84,7 +84,7 @@ impl Api {
         // A write the token may make, if its quota has room: refused before it reaches the
         // store, so a tenant at its rate costs the writer nothing.
         if op.is_mutating()
-            && let Err(limited) = principal.take_write()
+            && let Err(limited) = principal.take_write_in_turn().await
         {
             return Reply::error(limited);
         }

@@ -113,7 +113,17 @@ impl Principal {
         self.storage_quota.as_ref()
     }
 
-    /// Takes one write from the token's quota, or refuses the call.
+    /// Takes one write from the token's quota, holding a write that came back before its
+    /// refusal said it could (see `auth/quota.rs`), or refuses the call.
+    pub(crate) async fn take_write_in_turn(&self) -> Result<(), ApiError> {
+        match &self.write_quota {
+            Some(quota) => quota.take_in_turn(&self.name).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Takes one write from the token's quota, or refuses the call, never holding it.
+    #[cfg(test)]
     pub(crate) fn take_write(&self) -> Result<(), ApiError> {
         match &self.write_quota {
             Some(quota) => quota.take(&self.name),

@@ -217,13 +217,16 @@ fn the_documented_tokens_example_is_a_valid_tokens_file() {
     );
 }
 
+/// A tokens file of one writing token `t` over `prefix`, with `extra` lines in its entry.
+fn token_t(prefix: &str, extra: &str) -> String {
+    format!(
+        "[[token]]\nname = \"t\"\nsecret = \"t-secret-0123456789ab\"\nprefixes = [\"{prefix}\"]\nrights = [\"write\"]\n{extra}"
+    )
+}
+
 #[test]
 fn a_token_may_carry_a_write_quota_and_bad_ones_are_refused_by_name() {
-    let with = |extra: &str| {
-        format!(
-            "[[token]]\nname = \"t\"\nsecret = \"t-secret-0123456789ab\"\nprefixes = [\"\"]\nrights = [\"write\"]\n{extra}"
-        )
-    };
+    let with = |extra: &str| token_t("", extra);
     let tokens = Tokens::parse(&with("writes_per_second = 20\n")).unwrap();
     let quota = tokens.authenticate("t-secret-0123456789ab").unwrap().write_quota().unwrap().figures();
     assert_eq!((quota.writes_per_second, quota.write_burst), (20.0, 20.0), "a second's worth by default");
@@ -252,11 +255,7 @@ fn a_token_may_carry_a_write_quota_and_bad_ones_are_refused_by_name() {
 
 #[test]
 fn a_token_may_carry_a_storage_quota_and_a_bad_one_is_refused_by_name() {
-    let with = |extra: &str| {
-        format!(
-            "[[token]]\nname = \"t\"\nsecret = \"t-secret-0123456789ab\"\nprefixes = [\"t/\"]\nrights = [\"write\"]\n{extra}"
-        )
-    };
+    let with = |extra: &str| token_t("t/", extra);
     let tokens = Tokens::parse(&with("max_keys = 100\nmax_bytes = 5000\n")).unwrap();
     let limits = tokens.authenticate("t-secret-0123456789ab").unwrap().storage_quota().unwrap().limits();
     assert_eq!((limits.max_keys, limits.max_bytes), (Some(100), Some(5000)));
