@@ -4,7 +4,7 @@ use crate::catalog::Operation;
 use serde_json::Value;
 use state_core::ops::watch::WatchRequest;
 
-use crate::auth::{self, Caller, Need, Principal, StorageUsage};
+use crate::auth::{self, Caller, Need, Principal, StorageEffect, StorageUsage};
 use crate::http::{HttpConfig, HttpError, HttpRemote};
 use crate::local::Local;
 use crate::remote::{self, JoinConfig, JoinError, Joined, Remote};
@@ -49,11 +49,6 @@ impl Api {
         self.dispatch(op, args, None, None).await
     }
 
-    /// The pages of the listing `op` answers to `args`, following its cursor.
-    pub fn pages(&self, op: Operation, args: Value) -> crate::Pages {
-        crate::Pages::new(self.clone(), op, args)
-    }
-
     /// Runs one operation for `caller`, after checking that its token (if it is one) covers
     /// everything the call touches.
     pub async fn call_as(&self, caller: &Caller, op: Operation, args: Value) -> Reply {
@@ -90,13 +85,10 @@ impl Api {
         }
         if op.is_mutating()
             && let Some(storage) = principal.storage_quota()
+            && let Err(full) =
+                storage.admit(&principal.name, StorageEffect::of(op, &args), self.measurer(principal)).await
         {
-            let charge = StorageUsage { keys: 1, bytes: state_core::limits::json_len(&args) as u64 };
-            let (api, prefixes) = (self.clone(), principal.prefixes().to_vec());
-            let measure = move || async move { api.usage(&prefixes).await };
-            if let Err(full) = storage.admit(&principal.name, op, charge, measure).await {
-                return Reply::error(full);
-            }
+            return Reply::error(full);
         }
         let (args, request_id) = auth::scope_request_ids(principal, op, args, request_id);
         let mut reply = self.dispatch_filled(op, args, request_id, Some(&principal.name)).await;
@@ -104,16 +96,21 @@ impl Api {
         if op == Operation::StateHealth
             && let (Some(storage), Ok(result)) = (principal.storage_quota(), &mut reply.body)
         {
-            // Measured now: health is asked for rarely, and a stale figure would mislead. The
-            // quota decides by it from here on.
-            let started = std::time::Instant::now();
-            let usage = self.usage(principal.prefixes()).await.ok();
-            if let Some(usage) = usage {
-                storage.measured_now(usage, started.elapsed());
-            }
-            auth::with_storage(storage, usage, result);
+            let usage = storage.usage_now(self.measurer(principal)).await;
+            auth::with_storage(storage, usage.ok(), result);
         }
         reply
+    }
+
+    /// How `principal`'s storage quota measures what it holds: a task of its own may run it.
+    fn measurer(
+        &self,
+        principal: &Principal,
+    ) -> impl FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<StorageUsage, ApiError>> + Send>>
+    + Send
+    + 'static {
+        let (api, prefixes) = (self.clone(), principal.prefixes().to_vec());
+        move || Box::pin(async move { api.usage(&prefixes).await })
     }
 
     /// What lies under `prefixes` together, each id counted once (a prefix inside another is

@@ -30,6 +30,7 @@ mod quota;
 mod storage;
 pub use grants::{GrantEntry, Grants, Identity, OAUTH_NAME_PREFIX};
 pub use quota::{QuotaFigures, WriteQuota};
+pub(crate) use storage::StorageEffect;
 pub use storage::{StorageLimits, StorageQuota, StorageUsage};
 
 /// Shortest secret accepted: a guessable token protects nothing.

@@ -8,7 +8,7 @@ use crate::api::Api;
 use crate::catalog::Operation;
 use crate::reply::Reply;
 
-/// The pages of one listing, in order, one call each. From [`Api::pages`].
+/// The pages of one listing, in order, one call each.
 pub struct Pages {
     api: Api,
     op: Operation,
@@ -17,7 +17,8 @@ pub struct Pages {
 }
 
 impl Pages {
-    pub(crate) fn new(api: Api, op: Operation, args: Value) -> Pages {
+    /// The pages of the listing `op` answers to `args` through `api`, following its cursor.
+    pub fn new(api: Api, op: Operation, args: Value) -> Pages {
         Pages { api, op, args, done: false }
     }
 

@@ -180,7 +180,7 @@ fn kind_of(name: &str) -> Result<state_core::ops::history::HistoryKind> {
 
 /// Every page of a listing (up to `limit` entries) as one result.
 async fn list_all(api: &Api, op: Operation, args: Value, limit: Option<usize>) -> Reply {
-    let mut pages = api.pages(op, args);
+    let mut pages = state_api::Pages::new(api.clone(), op, args);
     let mut entries: Vec<Value> = Vec::new();
     let mut last = None;
     while let Some(reply) = pages.next().await {

@@ -172,7 +172,11 @@ pub(crate) async fn export(api: &Api, args: &ExportArgs, json: bool) -> Result<u
     let bar = progress(None, "records");
     let (mut records, mut events, mut first_revision) = (0u64, 0u64, None);
     let mut revision: u64 = 0;
-    let mut pages = api.pages(Operation::StoreExport, request_args(ExportRequest { limit: Some(PAGE), cursor: None })?);
+    let mut pages = state_api::Pages::new(
+        api.clone(),
+        Operation::StoreExport,
+        request_args(ExportRequest { limit: Some(PAGE), cursor: None })?,
+    );
     while let Some(reply) = pages.next().await {
         let page = match body(reply) {
             Ok(page) => page,

@@ -56,6 +56,22 @@ impl Bucket {
         let seconds = (1.0 - self.tokens) / rate.per_second;
         Err(RetryAfter { millis: (seconds * 1000.0).ceil() as u64 })
     }
+
+    /// Takes one unit at `now`, or reserves the next one if it comes within `max_wait_millis`:
+    /// the bucket goes into debt, so each reservation gets the slot after the one before it
+    /// (first come, first served, one wait each). Answers how long the caller waits for its
+    /// unit (0 when one was there); when the next free one is further away than
+    /// `max_wait_millis`, reserves nothing and says when one would be there.
+    pub fn reserve(&mut self, rate: &Rate, now: UnixMillis, max_wait_millis: u64) -> Result<u64, RetryAfter> {
+        match self.take(rate, now) {
+            Ok(()) => Ok(0),
+            Err(wait) if wait.millis <= max_wait_millis => {
+                self.tokens -= 1.0;
+                Ok(wait.millis)
+            }
+            Err(wait) => Err(wait),
+        }
+    }
 }
 
 /// How long to wait before one more unit of a rate is there.
@@ -81,6 +97,22 @@ mod tests {
         // A long quiet spell refills the burst, not more.
         let taken = (0..10).filter(|_| bucket.take(&rate, UnixMillis(60_000)).is_ok()).count();
         assert_eq!(taken, 3);
+    }
+
+    #[test]
+    fn reservations_take_the_next_slots_in_turn_and_none_beyond_the_longest_wait() {
+        let rate = Rate { per_second: 10.0, burst: 1.0 };
+        let mut bucket = Bucket::full(&rate, UnixMillis(0));
+        assert_eq!(bucket.reserve(&rate, UnixMillis(0), 1_000), Ok(0), "one is there");
+        // Then one every 100 ms, each caller the slot after the one before.
+        let waits: Vec<_> = (0..10).map(|_| bucket.reserve(&rate, UnixMillis(0), 1_000)).collect();
+        assert_eq!(waits, (1..=10).map(|n| Ok(n * 100)).collect::<Vec<_>>());
+        // The next free slot is 1.1 s away: nothing is reserved, and a plain take agrees.
+        assert_eq!(bucket.reserve(&rate, UnixMillis(0), 1_000), Err(RetryAfter { millis: 1_100 }));
+        assert_eq!(bucket.take(&rate, UnixMillis(0)), Err(RetryAfter { millis: 1_100 }));
+        // As time passes the debt is paid off at the rate.
+        assert_eq!(bucket.reserve(&rate, UnixMillis(500), 1_000), Ok(600));
+        assert_eq!(bucket.reserve(&rate, UnixMillis(500), 0), Err(RetryAfter { millis: 700 }));
     }
 
     #[test]

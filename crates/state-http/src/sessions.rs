@@ -78,13 +78,23 @@ impl<M: SessionManager> BoundedSessions<M> {
         BoundedSessions { inner, limits, open: Mutex::new(HashMap::new()) }
     }
 
-    /// Whether the calling request may use session `id`: it opened it, or the session is not
-    /// one this table knows (the inner manager answers for it). Work of the server's own (an
-    /// idle session timing out) runs outside any request and may.
+    /// Whether the calling request may use session `id`: it opened it. A session this table
+    /// does not know is no request's (every one opened is entered here). Work of the server's
+    /// own (an idle session timing out) runs outside any request and may.
     fn callers(&self, id: &SessionId) -> bool {
         let Ok(caller) = CALLER.try_with(|caller| caller.token.clone()) else { return true };
         let Ok(open) = self.open.lock() else { return false };
-        open.get(id).is_none_or(|session| session.token == caller)
+        open.get(id).is_some_and(|session| session.token == caller)
+    }
+
+    /// Refuses a request to use another token's session (rmcp asks `has_session` first; this
+    /// holds even where it would not).
+    fn owned<E>(&self, id: &SessionId) -> Result<(), SessionsError<E>> {
+        if self.callers(id) {
+            return Ok(());
+        }
+        self.refuse_foreign();
+        Err(SessionsError::NotYours)
     }
 
     /// Notes on the request that it named another token's session.
@@ -169,10 +179,7 @@ impl<M: SessionManager> SessionManager for BoundedSessions<M> {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         // A DELETE names its session without rmcp asking `has_session` first.
-        if !self.callers(id) {
-            self.refuse_foreign();
-            return Err(SessionsError::NotYours);
-        }
+        self.owned(id)?;
         if let Ok(mut open) = self.open.lock() {
             open.remove(id);
         }
@@ -184,11 +191,13 @@ impl<M: SessionManager> SessionManager for BoundedSessions<M> {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.owned(id)?;
         self.touch(id);
         self.inner.create_stream(id, message).await.map_err(SessionsError::Inner)
     }
 
     async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
+        self.owned(id)?;
         self.touch(id);
         self.inner.accept_message(id, message).await.map_err(SessionsError::Inner)
     }
@@ -197,6 +206,7 @@ impl<M: SessionManager> SessionManager for BoundedSessions<M> {
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.owned(id)?;
         self.touch(id);
         self.inner.create_standalone_stream(id).await.map_err(SessionsError::Inner)
     }
@@ -206,6 +216,7 @@ impl<M: SessionManager> SessionManager for BoundedSessions<M> {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.owned(id)?;
         self.touch(id);
         self.inner.resume(id, last_event_id).await.map_err(SessionsError::Inner)
     }

@@ -56,9 +56,7 @@ fn code_of(text: &str) -> String {
                 out.push(' ');
             }
             // A raw string: r"…" or r#"…"#.
-            b'r' if matches!(bytes.get(i + 1), Some(b'"' | b'#'))
-                && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_')) =>
-            {
+            b'r' if matches!(bytes.get(i + 1), Some(b'"' | b'#')) && starts_a_literal(bytes, i) => {
                 let hashes = bytes[i + 1..].iter().take_while(|&&b| b == b'#').count();
                 if bytes.get(i + 1 + hashes) != Some(&b'"') {
                     out.push('r');
@@ -98,9 +96,20 @@ fn code_of(text: &str) -> String {
     out
 }
 
-/// The code before the file's test module: tests may reach anywhere.
+/// Whether the `r` at `at` begins a raw string (`r"`, `br"`, `cr"`), not ends a name (`for"`).
+fn starts_a_literal(bytes: &[u8], at: usize) -> bool {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    match at.checked_sub(1).map(|before| bytes[before]) {
+        None => true,
+        Some(b'b' | b'c') => at.checked_sub(2).is_none_or(|before| !word(bytes[before])),
+        Some(before) => !word(before),
+    }
+}
+
+/// The code before the file's test module (`#[cfg(test)] mod tests { … }`, written last):
+/// tests may reach anywhere. A `mod tests;` declaration is not cut at.
 fn without_tests(code: &str) -> &str {
-    code.find("#[cfg(test)]\nmod tests").map_or(code, |at| &code[..at])
+    code.find("#[cfg(test)]\nmod tests {").map_or(code, |at| &code[..at])
 }
 
 fn ident(text: &str) -> &str {
@@ -113,8 +122,11 @@ fn ident(text: &str) -> &str {
 fn named_after(code: &str, root: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for (at, _) in code.match_indices(root) {
-        // `super::super::` is not the parent's sibling.
-        if root == "super::" && code[..at].ends_with("super::") {
+        // `xcrate::` is not `crate::`, and `super::super::` is not the parent's sibling.
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+            || (root == "super::" && code[..at].ends_with("super::"))
+        {
             continue;
         }
         let rest = code[at + root.len()..].trim_start();
@@ -145,6 +157,31 @@ fn named_after(code: &str, root: &str) -> BTreeSet<String> {
         }
     }
     names
+}
+
+/// The items a crate root re-exports from its own modules (`pub use api::Api;`, `pub use
+/// http::{HttpConfig, HttpError};`), by the name they are reached under (`crate::Api`).
+fn reexports(code: &str) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    for (at, _) in code.match_indices("use ") {
+        if code[..at].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = code[at + "use ".len()..].trim_start();
+        let module = ident(rest);
+        let Some(tail) = rest[module.len()..].strip_prefix("::") else { continue };
+        let statement = &tail[..tail.find(';').unwrap_or(tail.len())];
+        let group = statement.find('{').map_or(statement, |open| &statement[open + 1..]);
+        for item in group.split([',', '{', '}']) {
+            let item = item.trim();
+            // `a::b::Item`, or `Item as Name`: reached by its last name.
+            let reached = item.rsplit(" as ").next().unwrap_or(item).rsplit("::").next().unwrap_or(item).trim();
+            if !reached.is_empty() && ident(reached) == reached {
+                found.insert(reached.to_owned(), module.to_owned());
+            }
+        }
+    }
+    found
 }
 
 /// Every set of modules that reach each other (Tarjan's strongly connected components), each
@@ -215,6 +252,15 @@ fn module_of(dir: &Path, file: &Path) -> Option<String> {
 /// names `dir` (`""` for `src`, `engine::` for `src/engine`).
 fn graph_of(dir: &Path, crate_path: &str) -> BTreeMap<String, BTreeSet<String>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    // `crate::Item` names the module the crate root re-exports it from.
+    let mut reexported = BTreeMap::new();
+    if crate_path.is_empty() {
+        for root in ["lib.rs", "main.rs"] {
+            if let Ok(text) = std::fs::read_to_string(dir.join(root)) {
+                reexported.extend(reexports(&code_of(&text)));
+            }
+        }
+    }
     for file in rust_files(dir) {
         let Some(module) = module_of(dir, &file) else { continue };
         let text = std::fs::read_to_string(&file).expect("readable source");
@@ -225,8 +271,9 @@ fn graph_of(dir: &Path, crate_path: &str) -> BTreeMap<String, BTreeSet<String>> 
         if file.parent() == Some(dir) && !crate_path.is_empty() {
             named.extend(named_after(code, "super::"));
         }
+        let named = named.into_iter().map(|name| reexported.get(&name).cloned().unwrap_or(name));
         let uses = graph.entry(module.clone()).or_default();
-        uses.extend(named.into_iter().filter(|name| *name != module));
+        uses.extend(named.filter(|name| *name != module));
     }
     let modules: BTreeSet<String> = graph.keys().cloned().collect();
     for uses in graph.values_mut() {
@@ -297,6 +344,15 @@ fn imports_are_read_from_code_not_comments_and_groups_count_each_module() {
     );
     let named = named_after(&code, "crate::");
     assert_eq!(named, ["a", "b", "e", "g"].map(String::from).into_iter().collect());
+    assert!(named_after(&code_of("let x = br#\"crate::q\"#; xcrate::z::f();"), "crate::").is_empty());
+    let roots = reexports(&code_of(
+        "pub use api::Api;\npub use http::{HttpConfig, HttpError as Failed};\npub use state_store::Clock;",
+    ));
+    assert_eq!(roots.get("Api").map(String::as_str), Some("api"));
+    assert_eq!(roots.get("Failed").map(String::as_str), Some("http"));
+    assert_eq!(roots.get("HttpConfig").map(String::as_str), Some("http"));
+    let declared = code_of("mod tests;\nuse crate::x;\n#[cfg(test)]\nmod tests {\n use crate::y;\n}\n");
+    assert_eq!(named_after(without_tests(&declared), "crate::"), BTreeSet::from(["x".to_owned()]));
     let graph = BTreeMap::from([
         ("x".to_owned(), BTreeSet::from(["y".to_owned()])),
         ("y".to_owned(), BTreeSet::from(["z".to_owned()])),

@@ -4,8 +4,8 @@
 //! replicas allow twice the rate).
 //!
 //! A refusal says when to retry. A write that comes back before then (a client that ignores
-//! `Retry-After`, or many at once) is held and tried again as the allowance refills, for up to
-//! a second in all, instead of being refused at once: a flood of writers that never pause is slowed to
+//! `Retry-After`, or many at once) is given the next free slot of the allowance, up to a second
+//! ahead, and held until it, instead of being refused at once: a flood of writers that never pause is slowed to
 //! the token's rate at the cost of held connections, not of a CPU answering refusals as fast
 //! as they are asked. Writers that wait as told are never held.
 
@@ -33,15 +33,6 @@ pub struct WriteQuota {
 /// The longest a write that came back early is held.
 const MAX_HOLD: Duration = Duration::from_secs(1);
 
-/// Why a write was not taken.
-enum Refusal {
-    /// Refused: answer it.
-    Refused(ApiError),
-    /// It came back before the token was told it could (or is held already): hold it this
-    /// long, until the allowance next refills, then try again.
-    Early(Duration),
-}
-
 /// A token's quota as `state_health` and `/metrics` show it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct QuotaFigures {
@@ -62,43 +53,36 @@ impl WriteQuota {
         }
     }
 
-    /// Takes one write for the token `name`; a write that came back before the token was
-    /// told it could is held, and tried again as the allowance refills, for up to
-    /// [`MAX_HOLD`] in all. Refuses it, saying when to retry, otherwise.
+    /// Takes one write for the token `name`. A write that came back before the token was
+    /// told it could is given the next free slot of the allowance, if one comes within
+    /// [`MAX_HOLD`], and held until then: first come, first served, one wait each, and at
+    /// most a second's worth of writes held. Refuses it, saying when to retry, otherwise.
     pub(crate) async fn take_in_turn(&self, name: &str) -> Result<(), ApiError> {
-        let mut held = Duration::ZERO;
-        loop {
-            match self.try_take(name, held) {
-                Ok(()) => return Ok(()),
-                Err(Refusal::Refused(error)) => return Err(error),
-                Err(Refusal::Early(hold)) => {
-                    tokio::time::sleep(hold).await;
-                    held += hold;
-                }
-            }
+        let hold = self.try_take(name, true)?;
+        if !hold.is_zero() {
+            tokio::time::sleep(hold).await;
         }
+        Ok(())
     }
 
     /// Takes one write for the token `name`, or refuses it saying when to retry, never holding it.
     #[cfg(test)]
     pub(crate) fn take(&self, name: &str) -> Result<(), ApiError> {
-        self.try_take(name, MAX_HOLD).map_err(|refusal| match refusal {
-            Refusal::Refused(error) => error,
-            // A write that has been held its longest is never held again.
-            Refusal::Early(_) => ApiError::new(ErrorCode::Internal, "a write was held past its longest hold"),
-        })
+        self.try_take(name, false).map(|_| ())
     }
 
-    /// One try for a write held `held` so far.
-    fn try_take(&self, name: &str, held: Duration) -> Result<(), Refusal> {
+    /// Takes a write now, or (`may_hold`, for a write that came back early) reserves the next
+    /// free slot: how long to hold it.
+    fn try_take(&self, name: &str, may_hold: bool) -> Result<Duration, ApiError> {
         let now = UnixMillis(u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX));
-        let taken = self.bucket.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take(&self.rate, now);
-        let Err(wait) = taken else { return Ok(()) };
-        let came_early = now.0 < self.told_to_wait_until.load(Ordering::Relaxed);
-        let hold = Duration::from_millis(wait.millis.max(1));
-        if (came_early || !held.is_zero()) && held + hold <= MAX_HOLD {
-            return Err(Refusal::Early(hold));
-        }
+        let came_early = may_hold && now.0 < self.told_to_wait_until.load(Ordering::Relaxed);
+        let longest = if came_early { u64::try_from(MAX_HOLD.as_millis()).unwrap_or(u64::MAX) } else { 0 };
+        let taken =
+            self.bucket.lock().unwrap_or_else(std::sync::PoisonError::into_inner).reserve(&self.rate, now, longest);
+        let wait = match taken {
+            Ok(hold) => return Ok(Duration::from_millis(hold)),
+            Err(wait) => wait,
+        };
         self.told_to_wait_until.fetch_max(now.0.saturating_add(wait.millis), Ordering::Relaxed);
         self.refused.fetch_add(1, Ordering::Relaxed);
         let seconds = wait.millis as f64 / 1000.0;
@@ -111,7 +95,7 @@ impl WriteQuota {
             ),
         );
         error.retry_after_ms = Some(wait.millis);
-        Err(Refusal::Refused(error))
+        Err(error)
     }
 
     pub fn figures(&self) -> QuotaFigures {

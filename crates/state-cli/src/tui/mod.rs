@@ -179,7 +179,7 @@ async fn load_keys(api: Arc<Api>, scope: Arc<str>, tx: mpsc::UnboundedSender<Inp
         delimiter: None,
     };
     let mut pages = match crate::input::request_args(request) {
-        Ok(args) => api.pages(Operation::StateList, args),
+        Ok(args) => state_api::Pages::new((*api).clone(), Operation::StateList, args),
         Err(_) => return,
     };
     while let Some(reply) = pages.next().await {

@@ -51,7 +51,7 @@ async fn story(api: &Api, through: &str) {
     for i in 0..5 {
         ok(api, Operation::StateSet, json!({"key": format!("page/{i}"), "value": i})).await;
     }
-    let mut pages = api.pages(Operation::StateList, json!({"prefix": "page/", "limit": 2}));
+    let mut pages = state_api::Pages::new(api.clone(), Operation::StateList, json!({"prefix": "page/", "limit": 2}));
     let (mut keys, mut count) = (Vec::new(), 0);
     while let Some(reply) = pages.next().await {
         count += 1;
