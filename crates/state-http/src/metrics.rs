@@ -190,15 +190,21 @@ fn storage_quotas(out: &mut String, tokens: &state_api::auth::Tokens) {
         return;
     }
     let families: [Family<StorageQuota>; 5] = [
-        ("state_token_storage_max_keys", "gauge", "Most live keys under each token's prefixes.", |q| {
-            q.limits().max_keys.map_or(f64::NAN, |max| max as f64)
-        }),
+        (
+            "state_token_storage_max_keys",
+            "gauge",
+            "Most live keys and named records under each token's prefixes.",
+            |q| q.limits().max_keys.map_or(f64::NAN, |max| max as f64),
+        ),
         ("state_token_storage_max_bytes", "gauge", "Most bytes under each token's prefixes.", |q| {
             q.limits().max_bytes.map_or(f64::NAN, |max| max as f64)
         }),
-        ("state_token_storage_keys", "gauge", "Live keys under each token's prefixes, as last measured.", |q| {
-            q.last_usage().map_or(f64::NAN, |usage| usage.keys as f64)
-        }),
+        (
+            "state_token_storage_keys",
+            "gauge",
+            "Live keys and named records under each token's prefixes, as last measured.",
+            |q| q.last_usage().map_or(f64::NAN, |usage| usage.keys as f64),
+        ),
         ("state_token_storage_bytes", "gauge", "Bytes under each token's prefixes, as last measured.", |q| {
             q.last_usage().map_or(f64::NAN, |usage| usage.bytes as f64)
         }),
