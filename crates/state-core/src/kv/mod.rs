@@ -2,11 +2,12 @@
 //! (`txn.rs`).
 
 use crate::entry::live;
+use crate::keyspace;
 use crate::lease::check_fence;
 use crate::occ::check_expected;
 use crate::ops::kv::{DeleteRequest, DeleteResult, SetRequest, SetResult};
 use crate::ops::{DeleteStatus, WriteStatus};
-use crate::plan::{Changes, Plan, WriteContext};
+use crate::plan::{Changes, Plan, ReadsFirst, WriteContext};
 use crate::time::ttl_millis;
 use crate::view::StateView;
 
@@ -19,6 +20,23 @@ pub(crate) fn fenced<V: StateView + ?Sized>(
 ) -> Result<Option<String>, V::Error> {
     let (Some(lease), Some(token)) = (lease, token) else { return Ok(None) };
     Ok(check_fence(view, lease, token, ctx.now)?.err().map(|refusal| refusal.message(lease, token)))
+}
+
+/// The lease record a guarded write checks, when it names a lease and a token.
+pub(crate) fn fence_key(lease: &Option<String>, token: Option<u64>) -> Option<String> {
+    lease.as_deref().filter(|_| token.is_some()).map(keyspace::lease_key)
+}
+
+impl ReadsFirst for SetRequest {
+    fn reads_first(&self) -> Vec<String> {
+        std::iter::once(self.key.clone()).chain(fence_key(&self.lease, self.token)).collect()
+    }
+}
+
+impl ReadsFirst for DeleteRequest {
+    fn reads_first(&self) -> Vec<String> {
+        std::iter::once(self.key.clone()).chain(fence_key(&self.lease, self.token)).collect()
+    }
 }
 
 /// Plans a put: the fence first, then the version guard, then the write.

@@ -1,12 +1,28 @@
 use std::collections::BTreeMap;
 
-use super::fenced;
+use super::{fence_key, fenced};
 use crate::entry::{Entry, live};
 use crate::ops::ReadStatus;
 use crate::ops::txn::{TxnOp, TxnOpKind, TxnOpResult, TxnRequest, TxnResult, TxnStatus};
-use crate::plan::{Changes, Plan, WriteContext};
+use crate::plan::{Changes, Plan, ReadsFirst, WriteContext};
 use crate::time::ttl_millis;
 use crate::view::StateView;
+
+impl ReadsFirst for TxnRequest {
+    /// The fence, every compare's key and every operation's, each once: whichever branch
+    /// runs, the plan reads no other key.
+    fn reads_first(&self) -> Vec<String> {
+        let named = self.compare.iter().map(|c| c.key.as_str());
+        let operated = self.success.iter().chain(&self.failure).map(TxnOp::key);
+        let mut keys: Vec<String> = fence_key(&self.lease, self.token).into_iter().collect();
+        for key in named.chain(operated) {
+            if !keys.iter().any(|k| k == key) {
+                keys.push(key.to_owned());
+            }
+        }
+        keys
+    }
+}
 
 /// Plans a transaction. Compares see the state before the transaction; operations run in
 /// order, each seeing the effects of the ones before it. A stale lease token refuses it all.

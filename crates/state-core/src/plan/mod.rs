@@ -5,7 +5,7 @@
 
 mod rule;
 
-pub use rule::{Query, Rule};
+pub use rule::{Query, ReadsFirst, Rule};
 
 use serde_json::Value;
 

@@ -24,6 +24,15 @@ pub trait Rule: Send + Sync + 'static {
     fn plan<V: StateView + ?Sized>(&self, view: &V, ctx: &WriteContext) -> Result<Plan<Self::Output>, V::Error>;
 }
 
+/// The keys a request's plan reads before it decides anything. Where every read is a round
+/// trip to another machine (PostgreSQL), the store fetches a whole batch's in one while it
+/// takes the writer's lock, instead of one round trip per request with the lock held. A hint,
+/// never a rule: a key missing here is read when the plan asks for it, and one listed but not
+/// read costs a row.
+pub trait ReadsFirst {
+    fn reads_first(&self) -> Vec<String>;
+}
+
 /// A read of one snapshot.
 pub trait Query: Send + 'static {
     type Output: Send + 'static;

@@ -75,6 +75,17 @@ pub trait Backend: Send + Sync + 'static {
     /// The write transaction. The engine never holds two at once; see
     /// [`Backend::writer_exclusion`] for other processes.
     fn begin_write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError>;
+    /// The write transaction, told the keys its batch's plans read first
+    /// (`state_core::plan::ReadsFirst`). A backend whose reads are round trips fetches them as
+    /// it begins, so a batch holds the writers' lock for a few round trips, not one per
+    /// request; one whose reads are local lookups ignores them without collecting them.
+    fn begin_write_reading(
+        &self,
+        reads: &mut dyn Iterator<Item = &str>,
+    ) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
+        let _ = reads;
+        self.begin_write()
+    }
     /// Bytes the database occupies, if it lives in a file.
     fn size_on_disk(&self) -> Option<u64>;
 

@@ -165,6 +165,7 @@ macro_rules! conformance_suite {
             request_records_stay_out_of_sight,
             knowledge_index_follows_every_note_write,
             history_records_who_made_each_change,
+            requests_in_one_batch_see_each_others_writes,
         );
     };
     (@stories $factory:expr, $available:expr; $($story:ident),* $(,)?) => {

@@ -1238,6 +1238,78 @@ pub async fn request_ids_make_retries_safe(backend: &dyn BackendFactory) {
     assert_eq!(runs.len(), 1, "a retried create makes one run");
 }
 
+/// Requests that arrive together share a write batch; each must see what the ones before it
+/// in the batch wrote, not the state the batch began with (PostgreSQL fetches every key a
+/// batch reads as it begins: those must give way to the batch's own writes).
+pub async fn requests_in_one_batch_see_each_others_writes(backend: &dyn BackendFactory) {
+    use futures_util::future::join_all;
+    const WRITERS: u64 = 16;
+    const EACH: u64 = 4;
+    let s = Store::new(backend);
+    let increment = || async {
+        let mut conflicts = 0;
+        for _ in 0..EACH {
+            loop {
+                let seen = s.get("counter").await;
+                let n = seen.value.as_ref().and_then(|v| v["n"].as_u64()).unwrap_or(0);
+                let wrote = s.engine.set(set_req("counter", counter(n + 1), Some(seen.version))).await.unwrap();
+                if wrote.status == WriteStatus::Ok {
+                    break;
+                }
+                assert_eq!(wrote.status, WriteStatus::Conflict, "{wrote:?}");
+                conflicts += 1;
+            }
+        }
+        conflicts
+    };
+    let conflicts: u64 = join_all((0..WRITERS).map(|_| increment())).await.into_iter().sum();
+    let total = WRITERS * EACH;
+    let got = s.get("counter").await;
+    assert_eq!((got.value, got.version), (Some(counter(total)), total), "no increment lost");
+    assert!(conflicts > 0, "writers that read the same version collided in a batch");
+
+    // The same request sent eight times at once is applied once, wherever the copies land.
+    let create = SetRequest { request_id: Some("together".into()), ..set_req("made", counter(1), Some(0)) };
+    let answers = join_all((0..8).map(|_| s.engine.set(create.clone()))).await;
+    for answer in &answers {
+        let answer = answer.as_ref().unwrap();
+        assert_eq!((answer.status, answer.version), (WriteStatus::Ok, 1), "{answer:?}");
+    }
+    // A transaction that reads what a put queued beside it just wrote.
+    let put = s.engine.set(set_req("made", counter(2), Some(1)));
+    let compare = s.engine.txn(txn(json!({
+        "compare": [{"key": "made", "version": 2}],
+        "success": [{"op": "put", "key": "made", "value": {"n": 3}}],
+        "failure": [{"op": "get", "key": "made"}]
+    })));
+    let (put, compare) = tokio::join!(put, compare);
+    assert_eq!(put.unwrap().status, WriteStatus::Ok);
+    let made = s.get("made").await;
+    let expected = if compare.unwrap().succeeded { (counter(3), 3) } else { (counter(2), 2) };
+    assert_eq!((made.value, made.version), (Some(expected.0), expected.1));
+    // Two compare-and-sets of one version, a write that scans between them (and so sends what
+    // the batch wrote so far): exactly one wins, whatever batches they land in.
+    let receive = state_core::ops::queue::QueueReceiveRequest {
+        queue: "empty".into(),
+        consumer_id: "c".into(),
+        visibility_seconds: None,
+        wait_seconds: None,
+        request_id: None,
+    };
+    for round in 0..20 {
+        let version = s.get("raced").await.version;
+        let first = s.engine.set(set_req("raced", counter(round), Some(version)));
+        let scans = s.engine.queue_receive(receive.clone());
+        let second = s.engine.set(set_req("raced", counter(round), Some(version)));
+        let (first, scanned, second) = tokio::join!(first, scans, second);
+        scanned.unwrap();
+        let wins = [first.unwrap().status, second.unwrap().status].into_iter().filter(|s| *s == WriteStatus::Ok);
+        assert_eq!(wins.count(), 1, "round {round}: one compare-and-set of version {version} wins");
+    }
+    let largest = s.engine.health().await.unwrap().writes.map_or(0, |w| w.largest_batch);
+    assert!(largest > 1, "some requests shared a batch (largest {largest})");
+}
+
 pub async fn request_records_stay_out_of_sight(backend: &dyn BackendFactory) {
     use state_core::ops::admin::{RESET_CONFIRMATION, ResetRequest};
     let s = Store::new(backend);

@@ -42,6 +42,11 @@ pub(super) trait Command: Send {
         feed: Option<&mut Vec<Event>>,
     ) -> Result<Applied, StorageError>;
     fn answer(self: Box<Self>, failure: Option<&StorageError>);
+    /// The keys its plan reads first (`state_core::plan::ReadsFirst`), for the backend to
+    /// fetch with the whole batch's as the transaction begins.
+    fn reads_first(&self) -> &[String] {
+        &[]
+    }
 }
 
 /// How well group commit is batching, for benchmarks and health.

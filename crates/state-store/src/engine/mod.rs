@@ -56,7 +56,7 @@ use state_core::ops::{
     OkStatus,
     admin::{ResetRequest, ResetResult},
 };
-use state_core::plan::{Plan, Query, Rule, WriteContext};
+use state_core::plan::{Plan, Query, ReadsFirst, Rule, WriteContext};
 use state_core::workflow::{self, Caller, ClaimArgs, Ending, RunFilter, StepRule};
 use state_core::{Action, Event, EventKind, Limits, UnixMillis};
 use state_core::{expire, kv};
@@ -292,17 +292,17 @@ impl Engine {
 
     pub async fn set(&self, req: SetRequest) -> Result<SetResult, EngineError> {
         req.validate(&self.inner.config.limits)?;
-        self.plan(Once::of(&req)?, move |view, ctx| kv::plan_set(view, &req, ctx)).await
+        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| kv::plan_set(view, &req, ctx)).await
     }
 
     pub async fn delete(&self, req: DeleteRequest) -> Result<DeleteResult, EngineError> {
         req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| kv::plan_delete(view, &req, ctx)).await
+        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| kv::plan_delete(view, &req, ctx)).await
     }
 
     pub async fn txn(&self, req: TxnRequest) -> Result<TxnResult, EngineError> {
         req.validate(&self.inner.config.limits)?;
-        self.plan(Once::of(&req)?, move |view, ctx| kv::plan_txn(view, &req, ctx)).await
+        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| kv::plan_txn(view, &req, ctx)).await
     }
 
     pub async fn lease_acquire(&self, req: AcquireRequest) -> Result<AcquireResult, EngineError> {
@@ -725,9 +725,19 @@ impl Engine {
         T: Serialize + DeserializeOwned + Send + 'static,
         F: Fn(&TxnView<'_>, &WriteContext) -> Result<Plan<T>, StorageError> + Send + 'static,
     {
+        self.plan_reading(once, Vec::new(), plan).await
+    }
+
+    /// [`Engine::plan`] for a plan that reads `reads` first (`ReadsFirst`), which the
+    /// backend may fetch with the rest of its batch's.
+    async fn plan_reading<T, F>(&self, once: Option<Once>, reads: Vec<String>, plan: F) -> Result<T, EngineError>
+    where
+        T: Serialize + DeserializeOwned + Send + 'static,
+        F: Fn(&TxnView<'_>, &WriteContext) -> Result<Plan<T>, StorageError> + Send + 'static,
+    {
         let idempotency = self.idempotency(once);
         let author = self.author.clone();
-        self.write(|reply| Planned::boxed(plan, idempotency, author, reply)).await
+        self.write(|reply| Planned::boxed(plan, idempotency, reads, author, reply)).await
     }
 
     fn idempotency(&self, once: Option<Once>) -> Idempotency {

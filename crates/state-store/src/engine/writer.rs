@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use state_core::idempotency::{self, Once, Seen};
 use state_core::ops::history::KeyFilter;
 use state_core::plan::{Mutation, Plan, WriteContext};
-use state_core::{Event, EventKind};
+use state_core::{Event, EventKind, keyspace};
 use tokio::sync::{mpsc, oneshot};
 
 use super::batch::{Applied, Command, Outlets, WriterStats};
@@ -80,6 +80,8 @@ impl Idempotency {
 pub(super) struct Planned<T, F> {
     plan: F,
     idempotency: Idempotency,
+    /// What the plan reads first, and the request's idempotency record.
+    reads: Vec<String>,
     /// Recorded as `by` on the events the plan makes (not on expiries it sweeps on the way).
     author: Option<Arc<str>>,
     outcome: Option<Result<T, EngineError>>,
@@ -94,10 +96,14 @@ where
     pub(super) fn boxed(
         plan: F,
         idempotency: Idempotency,
+        mut reads: Vec<String>,
         author: Option<Arc<str>>,
         reply: Reply<T>,
     ) -> Box<dyn Command> {
-        Box::new(Planned { plan, idempotency, author, outcome: None, reply })
+        if let Some(once) = &idempotency.once {
+            reads.push(keyspace::request_key(&once.request_id));
+        }
+        Box::new(Planned { plan, idempotency, reads, author, outcome: None, reply })
     }
 }
 
@@ -150,6 +156,10 @@ where
 
     fn answer(self: Box<Self>, failure: Option<&StorageError>) {
         answer(self.reply, failure, self.outcome);
+    }
+
+    fn reads_first(&self) -> &[String] {
+        &self.reads
     }
 }
 
@@ -341,7 +351,7 @@ fn commit_with_retries<'b>(
         let continuing = resumed.is_some();
         let txn = match resumed.take() {
             Some(txn) => Ok(txn),
-            None => backend.begin_write(),
+            None => backend.begin_write_reading(&mut batch.iter().flat_map(|c| c.reads_first()).map(String::as_str)),
         };
         match txn.and_then(|txn| stage_and_commit(txn, continuing, clock, batch, stats, events)) {
             Err(StorageError::Retryable(reason)) if attempt < RETRIES => {

@@ -288,7 +288,17 @@ impl Backend for PostgresBackend {
     }
 
     fn begin_write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
-        Ok(Box::new(PgTxn::begin_write(self)?))
+        Ok(Box::new(PgTxn::begin_write(self, Vec::new())?))
+    }
+
+    fn begin_write_reading(
+        &self,
+        reads: &mut dyn Iterator<Item = &str>,
+    ) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
+        let mut keys: Vec<String> = reads.map(str::to_owned).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        Ok(Box::new(PgTxn::begin_write(self, keys)?))
     }
 
     fn size_on_disk(&self) -> Option<u64> {

@@ -74,6 +74,7 @@ pub(super) struct Sql {
     pub(super) replica_name_prefix: String,
     pub(super) count_replicas: String,
     pub(super) get: String,
+    pub(super) get_many: String,
     pub(super) get_now: String,
     pub(super) scan_from: String,
     pub(super) scan_after: String,
@@ -150,6 +151,7 @@ impl Sql {
                  WHERE starts_with(application_name, $1)"
                 .to_owned(),
             get: format!("SELECT {ENTRY_COLUMNS} FROM {s}.entries WHERE key = $1"),
+            get_many: format!("SELECT {ENTRY_COLUMNS} FROM {s}.entries WHERE key = ANY($1)"),
             // One statement is one snapshot: the revision and the key, without BEGIN/COMMIT.
             get_now: format!(
                 "SELECT {}, m.revision FROM {s}.meta m LEFT JOIN {s}.entries e ON e.key = $1 WHERE m.id = 1",

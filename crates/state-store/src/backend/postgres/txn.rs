@@ -46,6 +46,9 @@ struct WriteState {
     /// What this transaction saw in the database of each key (its version, or absent): the
     /// guard its write to that key carries.
     observed: RefCell<HashMap<String, Option<u64>>>,
+    /// Entries fetched as the transaction began, as the database holds them, until this
+    /// transaction writes them (then `pending`, and after a flush the database, has them).
+    known: RefCell<HashMap<String, Option<Entry>>>,
     /// Entry writes not yet sent.
     pending: RefCell<Pending>,
     /// Appended but not yet inserted, each with its sequence number within its revision.
@@ -63,15 +66,27 @@ impl<'a> PgTxn<'a> {
         Ok(PgTxn { backend, client: OnceCell::new(), write: None, meta: Cell::new(None) })
     }
 
-    pub(super) fn begin_write(backend: &'a PostgresBackend) -> Result<PgTxn<'a>, StorageError> {
+    /// Begins a write: BEGIN, the lock on the meta row and the entries of `reads` (the keys
+    /// the batch's plans read first) in one round trip.
+    pub(super) fn begin_write(backend: &'a PostgresBackend, reads: Vec<String>) -> Result<PgTxn<'a>, StorageError> {
         let sql = &backend.sql;
         let lock = if backend.options.unguarded { &sql.read_meta_unlocked } else { &sql.lock_meta };
-        let (client, (revision, compacted, now), _) = backend.block(begin_with(backend, "BEGIN", lock, None))?;
+        let params: [&(dyn ToSql + Sync); 1] = [&reads];
+        let first = (!reads.is_empty()).then_some((sql.get_many.as_str(), &params[..]));
+        let (client, (revision, compacted, now), rows) = backend.block(begin_with(backend, "BEGIN", lock, first))?;
+        // Read under the lock, so nothing changes them before this transaction writes them.
+        let mut known: HashMap<String, Option<Entry>> = reads.into_iter().map(|key| (key, None)).collect();
+        for row in &rows {
+            let entry = decode_entry(row)?;
+            known.insert(entry.key.clone(), Some(entry));
+        }
+        let observed = known.iter().map(|(key, entry)| (key.clone(), entry.as_ref().map(|e| e.version))).collect();
         let write = WriteState {
             revision,
             compacted,
             now: UnixMillis(now),
-            observed: RefCell::new(HashMap::new()),
+            observed: RefCell::new(observed),
+            known: RefCell::new(known),
             pending: RefCell::new(Pending::default()),
             events: RefCell::new(Vec::new()),
             next_seq: None,
@@ -316,8 +331,13 @@ impl ReadTxn for PgTxn<'_> {
     }
 
     fn get(&self, key: &str) -> Result<Option<Entry>, StorageError> {
-        if let Some(written) = self.write.as_ref().and_then(|w| w.pending.borrow().get(key).map(|e| e.cloned())) {
-            return Ok(written);
+        if let Some(write) = &self.write {
+            if let Some(written) = write.pending.borrow().get(key) {
+                return Ok(written.cloned());
+            }
+            if let Some(known) = write.known.borrow().get(key) {
+                return Ok(known.clone());
+            }
         }
         let rows = self.query(&self.backend.sql.get, &[&key])?;
         let entry = rows.first().map(decode_entry).transpose()?;
@@ -463,6 +483,7 @@ impl WriteTxn for PgTxn<'_> {
         write.compacted = compacted_through;
         write.next_seq = None;
         write.observed.borrow_mut().clear();
+        write.known.borrow_mut().clear();
         unsigned(removed)
     }
 
@@ -532,6 +553,7 @@ impl PgTxn<'_> {
             Some(None) => Guard::Absent,
             None => Guard::Blind,
         };
+        write.known.get_mut().remove(key);
         write.pending.get_mut().write(key, entry, guard);
         Ok(())
     }
