@@ -277,6 +277,11 @@ pub(crate) fn pg_target() -> String {
 /// local PostgreSQL, as `STATE_BENCH_PG` (a connection string) or 127.0.0.1:5432 as postgres.
 /// pgbench's single-row upserts on the machine's PostgreSQL (fsync on), `clients` at once.
 pub(crate) async fn pgbench(clients: usize, duration: Duration) -> Result<f64> {
+    pgbench_at(&pg_target(), clients, duration).await
+}
+
+/// [`pgbench`] against the database `target` (a key=value connection string) names.
+pub(crate) async fn pgbench_at(target: &str, clients: usize, duration: Duration) -> Result<f64> {
     let dir = tempfile_dir::Dir::new()?;
     let script = dir.path().join("upsert.sql");
     std::fs::write(
@@ -285,10 +290,9 @@ pub(crate) async fn pgbench(clients: usize, duration: Duration) -> Result<f64> {
          INSERT INTO state_bench (k, v) VALUES (:id, repeat('x', 236)) \
          ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v, version = state_bench.version + 1;\n",
     )?;
-    let target = pg_target();
     let setup = "DROP TABLE IF EXISTS state_bench; \
                  CREATE TABLE state_bench (k bigint PRIMARY KEY, v text NOT NULL, version bigint NOT NULL DEFAULT 1);";
-    let psql = tokio::process::Command::new("psql").args([&target, "-q", "-c", setup]).output().await?;
+    let psql = tokio::process::Command::new("psql").args([target, "-q", "-c", setup]).output().await?;
     if !psql.status.success() {
         bail!("psql: {}", String::from_utf8_lossy(&psql.stderr).trim());
     }
@@ -296,7 +300,7 @@ pub(crate) async fn pgbench(clients: usize, duration: Duration) -> Result<f64> {
     let output = tokio::process::Command::new("pgbench")
         .args(["-n", "-c", &clients.to_string(), "-j", &clients.min(2).to_string(), "-T", &seconds, "-f"])
         .arg(&script)
-        .arg(&target)
+        .arg(target)
         .output()
         .await?;
     let text = String::from_utf8_lossy(&output.stdout);
@@ -306,6 +310,6 @@ pub(crate) async fn pgbench(clients: usize, duration: Duration) -> Result<f64> {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|n| n.parse::<f64>().ok())
         .with_context(|| format!("no tps in pgbench's output: {text}{}", String::from_utf8_lossy(&output.stderr)))?;
-    let _ = tokio::process::Command::new("psql").args([&target, "-q", "-c", "DROP TABLE state_bench;"]).output().await;
+    let _ = tokio::process::Command::new("psql").args([target, "-q", "-c", "DROP TABLE state_bench;"]).output().await;
     Ok(tps)
 }

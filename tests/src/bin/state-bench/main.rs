@@ -6,6 +6,7 @@
 
 mod console;
 mod dag;
+mod delay;
 mod floor;
 mod http;
 mod knowledge;
@@ -76,6 +77,10 @@ struct Args {
     /// large store in a browser (the address is printed)
     #[arg(long)]
     console_hold: bool,
+    /// In the replicas section, also run the writes with PostgreSQL this far away each way
+    /// (through a delaying proxy); 0 skips them
+    #[arg(long, default_value_t = 1.0)]
+    pg_delay_ms: f64,
     /// Only run sections whose name contains this (engine, queue, dag, knowledge, mcp, http, stalled, replicas,
     /// tenants, tui, console)
     #[arg(long)]
@@ -142,7 +147,9 @@ fn main() -> Result<()> {
     }
     if wants("replicas") {
         match &args.http_server {
-            Some(server) => runtime.block_on(replicas::run(server, duration))?,
+            Some(server) => {
+                runtime.block_on(replicas::run(server, duration, Duration::from_secs_f64(args.pg_delay_ms / 1000.0)))?
+            }
             None => println!("(replica sections skipped: pass --http-server PATH)\n"),
         }
     }
