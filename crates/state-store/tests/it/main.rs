@@ -11,6 +11,7 @@ mod killed;
 mod knowledge;
 mod log_identity;
 mod model;
+mod postgres_guards;
 mod power_cut;
 mod redb_file;
 mod retry;

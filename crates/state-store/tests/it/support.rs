@@ -36,9 +36,13 @@ pub(crate) fn postgres_available() -> bool {
 
 /// A store in a fresh schema of the test database, dropped when the fixture is.
 pub(crate) fn postgres() -> Fixture {
+    postgres_in(unique_schema("conformance"))
+}
+
+/// A store in `schema` of the test database, dropped when the fixture is.
+pub(crate) fn postgres_in(schema: String) -> Fixture {
     use state_store::backend::postgres::{PostgresBackend, PostgresOptions};
     let url = std::env::var(POSTGRES_URL_VAR).expect("postgres_available() was checked");
-    let schema = unique_schema("conformance");
     let options = PostgresOptions {
         schema: schema.clone(),
         pool_size: 4,
@@ -56,6 +60,23 @@ pub(crate) fn unique_schema(what: &str) -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     format!("test_{what}_{}_{}_{nanos}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Runs `sql` on a connection of its own to the test database, as a writer that ignores the
+/// store's lock would.
+pub(crate) fn behind_its_back(sql: &str) {
+    let url = std::env::var(POSTGRES_URL_VAR).expect("postgres_available() was checked");
+    let sql = sql.to_owned();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("connect");
+            tokio::spawn(connection);
+            client.batch_execute(&sql).await.expect("the statements behind the store's back");
+        });
+    })
+    .join()
+    .expect("the writer behind the store's back");
 }
 
 struct DropSchema {

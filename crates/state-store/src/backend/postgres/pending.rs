@@ -52,6 +52,11 @@ impl Pending {
         }
     }
 
+    /// Whether every buffered write carries a guard (none was written without being read).
+    pub(super) fn all_guarded(&self) -> bool {
+        self.0.values().all(|write| write.guard != Guard::Blind)
+    }
+
     /// Empties the buffer into one batch of rows per statement kind.
     pub(super) fn take(&mut self) -> Result<Statements, StorageError> {
         let mut statements = Statements::default();

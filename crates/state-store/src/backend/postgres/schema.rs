@@ -52,6 +52,22 @@ CREATE INDEX events_key ON {s}.events (key, revision, seq);
     ),
     // Who made each change (the token or OAuth subject), for audit. Older events have none.
     (2, "ALTER TABLE {s}.events ADD COLUMN by_principal text;"),
+    // Checks a guarded statement's row count inside the database, so a commit can go out with
+    // its writes: a failed guard aborts the transaction, which turns the COMMIT into a
+    // rollback. Raised as a serialization failure: the batch is planned again.
+    (
+        3,
+        r#"
+CREATE FUNCTION {s}.guard(held boolean) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT held THEN
+        RAISE EXCEPTION 'a key this transaction read changed before it wrote it'
+            USING ERRCODE = 'serialization_failure';
+    END IF;
+    RETURN true;
+END $$;
+"#,
+    ),
 ];
 
 /// The storage format this build reads and writes (the `meta.format` column).
@@ -85,6 +101,11 @@ pub(super) struct Sql {
     pub(super) update_version_many: String,
     pub(super) delete_many: String,
     pub(super) delete_version_many: String,
+    /// The guarded statements with their row count checked by the database (`guard`), for a
+    /// flush sent together with COMMIT; the expected count is the last parameter.
+    pub(super) update_version_checked: String,
+    pub(super) insert_absent_checked: String,
+    pub(super) delete_version_checked: String,
     pub(super) append: String,
     pub(super) append_unguarded: String,
     pub(super) set_revision: String,
@@ -131,7 +152,7 @@ impl Sql {
                  ORDER BY {order} LIMIT $3"
             )
         };
-        Sql {
+        let mut sql = Sql {
             // A plain identifier within PostgreSQL's 63 bytes; stores whose names collide
             // here only hear each other's doorbells, which cost a read, never correctness.
             channel: format!(
@@ -213,8 +234,20 @@ impl Sql {
             events_left: format!("SELECT EXISTS (SELECT 1 FROM {s}.events WHERE revision > $1 AND revision <= $2)"),
             set_compacted: format!("UPDATE {s}.meta SET compacted = $1 WHERE id = 1"),
             notify: "SELECT pg_notify($1, $2)".to_owned(),
+            update_version_checked: String::new(),
+            insert_absent_checked: String::new(),
+            delete_version_checked: String::new(),
             schema: s,
-        }
+        };
+        let checked = |statement: &str, count: usize| {
+            format!("WITH w AS ({statement}) SELECT {}.guard((SELECT count(*) FROM w) = ${count})", sql.schema)
+        };
+        (sql.update_version_checked, sql.insert_absent_checked, sql.delete_version_checked) = (
+            checked(&sql.update_version_many, 11),
+            checked(&sql.insert_absent_many, 10),
+            checked(&sql.delete_version_many, 3),
+        );
+        sql
     }
 
     /// The history statement for a filter kind (0 all, 1 user keys, 2 exact, 3 prefix).

@@ -508,33 +508,100 @@ impl WriteTxn for PgTxn<'_> {
         Ok(new)
     }
 
+    /// Writes that were all read first (so all guarded) go out with COMMIT, in one round trip:
+    /// the database checks each guarded statement's row count (`guard`), and a failed check
+    /// aborts the transaction, which turns the COMMIT into a rollback. A transaction with
+    /// blind writes flushes first, since their answers say whether they added keys.
     fn commit(mut self: Box<Self>) -> Result<(), StorageError> {
-        self.flush(true)?;
-        let user_keys = self.write_state()?.user_keys.get();
-        let client = self.client.take().ok_or_else(|| StorageError::Other("transaction already finished".into()))?;
-        let add_user_keys = async {
-            if user_keys == 0 {
-                return Ok(());
-            }
-            run(&client, &self.backend.sql.add_user_keys, &[&user_keys]).await.map(drop)
-        };
-        // Both go out at once. If the count's update fails, PostgreSQL turns the COMMIT into a
-        // rollback (answering it without an error), so that failure decides.
-        let (counted, committed) =
-            self.backend.block(futures_util::future::join(add_user_keys, client.batch_execute("COMMIT")));
-        if let Err(e) = counted
-            && e.code().is_some()
-        {
-            return Err(storage(e));
+        let with_writes = !self.backend.options.unguarded && self.write_state()?.pending.get_mut().all_guarded();
+        if !with_writes {
+            self.flush(true)?;
         }
-        committed.map_err(|e| {
-            if e.is_closed() || e.code().is_none() {
-                // The COMMIT may or may not have reached the database: never retry blindly.
-                StorageError::OutcomeUnknown(format!("the connection to PostgreSQL failed during COMMIT: {e}"))
-            } else {
-                storage(e)
-            }
-        })
+        let write = self.write.as_ref().ok_or_else(|| StorageError::Other("not a write transaction".into()))?;
+        let rows = write.pending.borrow_mut().take()?;
+        let mut events = EventColumns::default();
+        for (event, seq) in write.events.borrow_mut().drain(..) {
+            events.push(&event, seq)?;
+        }
+        let revision = match write.new_revision {
+            Some(revision) if with_writes => Some((signed(revision)?, revision.to_string())),
+            _ => None,
+        };
+        let user = |system: &bool| !*system;
+        let added = rows.inserts.system.iter().filter(|s| user(s)).count() as i64
+            - rows.guarded_deletes.iter().filter(|key| !state_core::keyspace::is_system(key)).count() as i64;
+        let user_keys = write.user_keys.get() + added;
+        let client = self.client.take().ok_or_else(|| StorageError::Other("transaction already finished".into()))?;
+
+        let sql = &self.backend.sql;
+        let (u, i) = (&rows.updates, &rows.inserts);
+        let counts = [u.len() as i64, i.len() as i64, rows.guarded_deletes.len() as i64];
+        let mut statements: Vec<(&str, Vec<&(dyn ToSql + Sync)>)> = Vec::new();
+        if u.len() > 0 {
+            let mut params = u.params().to_vec();
+            params.extend([&rows.expected as &(dyn ToSql + Sync), &counts[0]]);
+            statements.push((&sql.update_version_checked, params));
+        }
+        if i.len() > 0 {
+            let mut params = i.params().to_vec();
+            params.push(&counts[1]);
+            statements.push((&sql.insert_absent_checked, params));
+        }
+        if !rows.guarded_deletes.is_empty() {
+            statements
+                .push((&sql.delete_version_checked, vec![&rows.guarded_deletes, &rows.deleted_versions, &counts[2]]));
+        }
+        if !events.revision.is_empty() {
+            let e = &events;
+            statements.push((
+                &sql.append,
+                vec![
+                    &e.revision,
+                    &e.seq,
+                    &e.key,
+                    &e.kind,
+                    &e.action,
+                    &e.version,
+                    &e.agent_id,
+                    &e.time,
+                    &e.value,
+                    &e.by,
+                ],
+            ));
+        }
+        if let Some((revision, text)) = &revision {
+            statements.push((&sql.set_revision, vec![revision]));
+            // Delivered to listeners when (and only if) this transaction commits.
+            statements.push((&sql.notify, vec![&sql.channel, text]));
+        }
+        if user_keys != 0 {
+            statements.push((&sql.add_user_keys, vec![&user_keys]));
+        }
+        // Prepared first (a round trip only on a connection's first use of a statement), so
+        // that the statements and COMMIT then leave in order: a statement still being prepared
+        // when COMMIT is sent would run after it, outside the transaction.
+        let prepared = self
+            .backend
+            .block(futures_util::future::try_join_all(statements.iter().map(|(text, _)| client.prepare_cached(text))))
+            .map_err(storage)?;
+        let sent = statements.iter().zip(&prepared).map(|((_, params), statement)| client.query(statement, params));
+        let (answers, committed) = self
+            .backend
+            .block(futures_util::future::join(futures_util::future::join_all(sent), client.batch_execute("COMMIT")));
+        if let Err(e) = &committed
+            && (e.is_closed() || e.code().is_none())
+        {
+            // The COMMIT may or may not have reached the database: never retry blindly.
+            return Err(StorageError::OutcomeUnknown(format!(
+                "the connection to PostgreSQL failed during COMMIT: {e}"
+            )));
+        }
+        // A statement that failed aborted the transaction: PostgreSQL answered the COMMIT as a
+        // rollback, without an error, so that failure decides.
+        if let Some(failed) = answers.into_iter().find_map(Result::err) {
+            return Err(storage(failed));
+        }
+        committed.map_err(storage)
     }
 
     fn database_now(&self) -> Option<UnixMillis> {
