@@ -21,7 +21,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 use super::PostgresBackend;
-use super::pending::{Guard, Pending, signed};
+use super::pending::{Guard, Pending, Statements, signed};
 use crate::backend::{Order, ReadTxn, WriteTxn};
 use crate::error::StorageError;
 
@@ -57,6 +57,26 @@ struct WriteState {
     /// User keys added (or removed) by what was sent so far.
     user_keys: Cell<i64>,
     new_revision: Option<u64>,
+}
+
+/// The new revision as a parameter and as the doorbell's payload.
+type RevisionParams = Option<(i64, String)>;
+
+impl WriteState {
+    /// Takes what is buffered and not yet sent: the entry writes, the events and (when
+    /// `committing`) the new revision.
+    fn unsent(&self, committing: bool) -> Result<(Statements, EventColumns, RevisionParams), StorageError> {
+        let rows = self.pending.borrow_mut().take()?;
+        let mut events = EventColumns::default();
+        for (event, seq) in self.events.borrow_mut().drain(..) {
+            events.push(&event, seq)?;
+        }
+        let revision = match self.new_revision {
+            Some(revision) if committing => Some((signed(revision)?, revision.to_string())),
+            _ => None,
+        };
+        Ok((rows, events, revision))
+    }
 }
 
 impl<'a> PgTxn<'a> {
@@ -139,15 +159,7 @@ impl<'a> PgTxn<'a> {
     /// key from the database calls this first.
     fn flush(&self, committing: bool) -> Result<(), StorageError> {
         let Some(write) = &self.write else { return Ok(()) };
-        let rows = write.pending.borrow_mut().take()?;
-        let mut events = EventColumns::default();
-        for (event, seq) in write.events.borrow_mut().drain(..) {
-            events.push(&event, seq)?;
-        }
-        let revision = match write.new_revision {
-            Some(revision) if committing => Some((signed(revision)?, revision.to_string())),
-            _ => None,
-        };
+        let (rows, events, revision) = write.unsent(committing)?;
         if rows.is_empty() && events.revision.is_empty() && revision.is_none() {
             return Ok(());
         }
@@ -183,21 +195,7 @@ impl<'a> PgTxn<'a> {
         if !events.revision.is_empty() {
             let append = if unguarded { &sql.append_unguarded } else { &sql.append };
             let e = &events;
-            sent.push(Box::pin(async move {
-                let params: [&(dyn ToSql + Sync); 10] = [
-                    &e.revision,
-                    &e.seq,
-                    &e.key,
-                    &e.kind,
-                    &e.action,
-                    &e.version,
-                    &e.agent_id,
-                    &e.time,
-                    &e.value,
-                    &e.by,
-                ];
-                (Kind::Plain, run(client, append, &params).await)
-            }));
+            sent.push(Box::pin(async move { (Kind::Plain, run(client, append, &e.params()).await) }));
         }
         if let Some((revision, text)) = &revision {
             let set = if unguarded { &sql.set_revision_unguarded } else { &sql.set_revision };
@@ -300,6 +298,22 @@ struct EventColumns {
 }
 
 impl EventColumns {
+    /// The columns as the append statement's parameters $1..$10.
+    fn params(&self) -> [&(dyn ToSql + Sync); 10] {
+        [
+            &self.revision,
+            &self.seq,
+            &self.key,
+            &self.kind,
+            &self.action,
+            &self.version,
+            &self.agent_id,
+            &self.time,
+            &self.value,
+            &self.by,
+        ]
+    }
+
     fn push(&mut self, event: &Event, seq: i32) -> Result<(), StorageError> {
         self.revision.push(signed(event.revision)?);
         self.seq.push(seq);
@@ -518,15 +532,7 @@ impl WriteTxn for PgTxn<'_> {
             self.flush(true)?;
         }
         let write = self.write.as_ref().ok_or_else(|| StorageError::Other("not a write transaction".into()))?;
-        let rows = write.pending.borrow_mut().take()?;
-        let mut events = EventColumns::default();
-        for (event, seq) in write.events.borrow_mut().drain(..) {
-            events.push(&event, seq)?;
-        }
-        let revision = match write.new_revision {
-            Some(revision) if with_writes => Some((signed(revision)?, revision.to_string())),
-            _ => None,
-        };
+        let (rows, events, revision) = write.unsent(with_writes)?;
         let user = |system: &bool| !*system;
         let added = rows.inserts.system.iter().filter(|s| user(s)).count() as i64
             - rows.guarded_deletes.iter().filter(|key| !state_core::keyspace::is_system(key)).count() as i64;
@@ -552,22 +558,7 @@ impl WriteTxn for PgTxn<'_> {
                 .push((&sql.delete_version_checked, vec![&rows.guarded_deletes, &rows.deleted_versions, &counts[2]]));
         }
         if !events.revision.is_empty() {
-            let e = &events;
-            statements.push((
-                &sql.append,
-                vec![
-                    &e.revision,
-                    &e.seq,
-                    &e.key,
-                    &e.kind,
-                    &e.action,
-                    &e.version,
-                    &e.agent_id,
-                    &e.time,
-                    &e.value,
-                    &e.by,
-                ],
-            ));
+            statements.push((&sql.append, events.params().to_vec()));
         }
         if let Some((revision, text)) = &revision {
             statements.push((&sql.set_revision, vec![revision]));
