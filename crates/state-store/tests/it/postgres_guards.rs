@@ -55,6 +55,8 @@ fn commit_after(meddle: impl FnOnce(&str)) -> (Result<(), StorageError>, After) 
     txn.set_revision(2).unwrap();
     let committed = txn.commit();
 
+    // Another writer gets the lock at once: the transaction let it go, committed or not.
+    behind_its_back(&format!("SET lock_timeout = '5s'; BEGIN; SELECT 1 FROM \"{schema}\".meta FOR UPDATE; ROLLBACK;"));
     let read = backend.begin_read().unwrap();
     let version = |key: &str| read.get(key).unwrap().map(|e| e.version);
     let after =
@@ -96,4 +98,17 @@ fn a_row_changed_behind_the_transactions_back_rolls_the_commit_back() {
         assert_ne!(after.new, Some(1), "{what}: the insert did not apply");
         assert_ne!(after.gone, None, "{what}: the delete did not apply");
     }
+}
+
+/// A commit that fails before COMMIT is sent (here: its checked statements cannot be
+/// prepared) rolls back and lets the writers' lock go, instead of handing the pool a
+/// connection that still holds it.
+#[test]
+fn a_commit_that_fails_before_sending_lets_the_lock_go() {
+    if !postgres_available() {
+        return;
+    }
+    let (committed, after) = commit_after(|schema| behind_its_back(&format!("DROP FUNCTION {schema}.guard(boolean)")));
+    assert!(committed.is_err(), "{committed:?}");
+    assert_eq!(after.revision, 1, "nothing of the transaction committed");
 }

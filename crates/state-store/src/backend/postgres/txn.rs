@@ -94,26 +94,33 @@ impl<'a> PgTxn<'a> {
         let params: [&(dyn ToSql + Sync); 1] = [&reads];
         let first = (!reads.is_empty()).then_some((sql.get_many.as_str(), &params[..]));
         let (client, (revision, compacted, now), rows) = backend.block(begin_with(backend, "BEGIN", lock, first))?;
-        // Read under the lock, so nothing changes them before this transaction writes them.
-        let mut known: HashMap<String, Option<Entry>> = reads.into_iter().map(|key| (key, None)).collect();
-        for row in &rows {
-            let entry = decode_entry(row)?;
-            known.insert(entry.key.clone(), Some(entry));
-        }
-        let observed = known.iter().map(|(key, entry)| (key.clone(), entry.as_ref().map(|e| e.version))).collect();
         let write = WriteState {
             revision,
             compacted,
             now: UnixMillis(now),
-            observed: RefCell::new(observed),
-            known: RefCell::new(known),
+            observed: RefCell::new(HashMap::new()),
+            known: RefCell::new(HashMap::new()),
             pending: RefCell::new(Pending::default()),
             events: RefCell::new(Vec::new()),
             next_seq: None,
             user_keys: Cell::new(0),
             new_revision: None,
         };
-        Ok(PgTxn { backend, client: OnceCell::from(client), write: Some(write), meta: Cell::new(None) })
+        // Made before anything can fail, so that a failure rolls the transaction back (and
+        // lets the lock go) as it is dropped.
+        let txn = PgTxn { backend, client: OnceCell::from(client), write: Some(write), meta: Cell::new(None) };
+        // Read under the lock, so nothing changes them before this transaction writes them.
+        let mut known: HashMap<String, Option<Entry>> = reads.into_iter().map(|key| (key, None)).collect();
+        for row in &rows {
+            let entry = decode_entry(row)?;
+            known.insert(entry.key.clone(), Some(entry));
+        }
+        if let Some(write) = &txn.write {
+            *write.observed.borrow_mut() =
+                known.iter().map(|(key, entry)| (key.clone(), entry.as_ref().map(|e| e.version))).collect();
+            *write.known.borrow_mut() = known;
+        }
+        Ok(txn)
     }
 
     fn client(&self) -> Result<&Object, StorageError> {
@@ -537,8 +544,7 @@ impl WriteTxn for PgTxn<'_> {
         let added = rows.inserts.system.iter().filter(|s| user(s)).count() as i64
             - rows.guarded_deletes.iter().filter(|key| !state_core::keyspace::is_system(key)).count() as i64;
         let user_keys = write.user_keys.get() + added;
-        let client = self.client.take().ok_or_else(|| StorageError::Other("transaction already finished".into()))?;
-
+        let client = self.client.get().ok_or_else(|| StorageError::Other("transaction already finished".into()))?;
         let sql = &self.backend.sql;
         let (u, i) = (&rows.updates, &rows.inserts);
         let counts = [u.len() as i64, i.len() as i64, rows.guarded_deletes.len() as i64];
@@ -575,10 +581,40 @@ impl WriteTxn for PgTxn<'_> {
             .backend
             .block(futures_util::future::try_join_all(statements.iter().map(|(text, _)| client.prepare_cached(text))))
             .map_err(storage)?;
-        let sent = statements.iter().zip(&prepared).map(|((_, params), statement)| client.query(statement, params));
+        let mut sent: Vec<_> = statements
+            .iter()
+            .zip(&prepared)
+            .map(|((_, params), statement)| Box::pin(client.query(statement, params)))
+            .collect();
+        // Polled once each, a statement is sent, in order, or fails before anything is sent
+        // (its parameters would not encode). COMMIT only follows when all were sent: after
+        // one that never left, it would commit the rest.
+        let mut early: Vec<Option<Result<Vec<Row>, tokio_postgres::Error>>> = Vec::new();
+        self.backend.block(std::future::poll_fn(|cx| {
+            early = sent
+                .iter_mut()
+                .map(|statement| match statement.as_mut().poll(cx) {
+                    std::task::Poll::Ready(answer) => Some(answer),
+                    std::task::Poll::Pending => None,
+                })
+                .collect();
+            std::task::Poll::Ready(())
+        }));
+        if let Some(unsent) = early.iter_mut().find_map(|answer| answer.take_if(|a| a.is_err())).and_then(Result::err) {
+            // Dropping the transaction rolls back whatever did go out.
+            return Err(storage(unsent));
+        }
+        let answers = sent.into_iter().zip(early).map(|(statement, early)| async move {
+            match early {
+                Some(answer) => answer,
+                None => statement.await,
+            }
+        });
         let (answers, committed) = self
             .backend
-            .block(futures_util::future::join(futures_util::future::join_all(sent), client.batch_execute("COMMIT")));
+            .block(futures_util::future::join(futures_util::future::join_all(answers), client.batch_execute("COMMIT")));
+        // Answered, one way or another: nothing is left for dropping to roll back.
+        drop(self.client.take());
         if let Err(e) = &committed
             && (e.is_closed() || e.code().is_none())
         {
