@@ -231,6 +231,23 @@ fn finished(workload: thread::JoinHandle<Tally>, fault: &str) -> Tally {
     tally
 }
 
+/// Waits, ten milliseconds at a time and at most [`PATIENCE`], until `done` says so.
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < deadline, "waited too long for {what}");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits until the store behind `server` has committed `writes` more revisions: whatever
+/// writes in the background is under way.
+fn under_way(server: &HttpServer, writes: u64) {
+    let revision = || expect(&server.client().get("/v1/health").unwrap(), 200)["revision"].as_u64().unwrap_or(0);
+    let from = revision();
+    wait_until("the workload's writes", || revision() >= from + writes);
+}
+
 /// SIGKILLs a replica and starts it again on the same address, as a supervisor would.
 fn kill_and_restart(store: &Store, replica: &mut HttpServer) -> HttpServer {
     replica.kill().unwrap();
@@ -453,7 +470,7 @@ fn a_replica_killed_mid_workload_and_restarted_loses_nothing_acknowledged() {
     let keys = counter_keys(4);
     let (ra, rb) = (Replica::of(&a), Replica::of(&b));
     let workload = counting_in_background(&a, [&ra, &rb], &keys, 80);
-    thread::sleep(Duration::from_millis(700));
+    under_way(&a, 20);
     let b = kill_and_restart(&store, &mut b);
     let tally = finished(workload, "with the killed replica");
     assert!(tally.conflicts > 0, "{tally:?}");
@@ -597,16 +614,14 @@ fn replicas_ride_out_a_postgresql_restart() {
     let keys = counter_keys(4);
     let (ra, rb) = (Replica::of(&a), Replica::of(&b));
     let workload = counting_in_background(&a, [&ra, &rb], &keys, 100);
-    thread::sleep(Duration::from_millis(600));
+    under_way(&a, 20);
     cluster.restart();
     let tally = finished(workload, "across the restart");
     // Both replicas serve again once the database is back.
-    let deadline = Instant::now() + PATIENCE;
     for replica in [&ra, &rb] {
-        while replica.client().get("/v1/kv/cas/0").map_or(true, |r| r.status != 200) {
-            assert!(Instant::now() < deadline, "a replica did not recover after the restart");
-            thread::sleep(Duration::from_millis(100));
-        }
+        wait_until("a replica to recover after the restart", || {
+            replica.client().get("/v1/kv/cas/0").is_ok_and(|r| r.status == 200)
+        });
     }
     let more = cas_workload(&[ra.clone(), rb.clone()], &keys, 4, 10);
     assert!(!more.acknowledged.is_empty(), "writes succeed after the restart: {more:?}");
@@ -671,11 +686,7 @@ fn expiry_is_decided_once_for_all_replicas() {
     let (a, b) = (store.replica(&[]), store.replica(&[]));
     expect(&a.client().request("PUT", "/v1/kv/tmp/x?ttl_seconds=0.3", &[], Some(b"1")).unwrap(), 200);
     // B stops returning it once its TTL has run out (bounded wait: the TTL is 300 ms).
-    let deadline = Instant::now() + PATIENCE;
-    while b.client().get("/v1/kv/tmp/x").unwrap().status != 404 {
-        assert!(Instant::now() < deadline, "the key never expired on B");
-        thread::sleep(Duration::from_millis(50));
-    }
+    wait_until("the key to expire on B", || b.client().get("/v1/kv/tmp/x").unwrap().status == 404);
     // Create-only through B treats the expired key as absent.
     let created = b.client().request("PUT", "/v1/kv/tmp/x", &[("If-None-Match", "*")], Some(b"2")).unwrap();
     assert_eq!(expect(&created, 200)["version"], 1);
@@ -759,9 +770,11 @@ fn claimers_ride_out_a_replica_kill_and_a_postgresql_restart() {
             })
         })
         .collect();
-    thread::sleep(Duration::from_millis(300));
+    let completed = || log.lock().unwrap().len();
+    wait_until("the first completions", || completed() >= 8);
     let _b = kill_and_restart(&store, &mut b);
-    thread::sleep(Duration::from_millis(300));
+    let before = completed();
+    wait_until("completions after the kill", || completed() >= before + 8);
     cluster.restart();
     for worker in workers {
         worker.join().unwrap();
