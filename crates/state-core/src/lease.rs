@@ -9,9 +9,10 @@ use serde_json::{Value, json};
 use crate::entry::{Action, Entry, live};
 use crate::keyspace::{self, Space};
 use crate::ops::lease::{
-    AcquireResult, AcquireStatus, HoldResult, HoldStatus, LeaseGetResult, LeaseInfo, LeaseListResult, LeaseState,
+    AcquireRequest, AcquireResult, AcquireStatus, HoldResult, HoldStatus, LeaseGetResult, LeaseInfo, LeaseListResult,
+    LeaseState, ReleaseRequest, RenewRequest,
 };
-use crate::plan::{Changes, Plan, Record, WriteContext};
+use crate::plan::{Changes, Plan, ReadsFirst, Record, WriteContext};
 use crate::time::UnixMillis;
 use crate::view::{StateView, scan_page};
 
@@ -55,6 +56,24 @@ pub struct Holder<'a> {
 impl Holder<'_> {
     fn matches(&self, record: &LeaseRecord) -> bool {
         record.holder == self.holder_id && self.token.is_none_or(|t| t == record.token)
+    }
+}
+
+impl ReadsFirst for AcquireRequest {
+    fn reads_first(&self) -> Vec<String> {
+        vec![keyspace::lease_key(&self.resource_id)]
+    }
+}
+
+impl ReadsFirst for RenewRequest {
+    fn reads_first(&self) -> Vec<String> {
+        vec![keyspace::lease_key(&self.resource_id)]
+    }
+}
+
+impl ReadsFirst for ReleaseRequest {
+    fn reads_first(&self) -> Vec<String> {
+        vec![keyspace::lease_key(&self.resource_id)]
     }
 }
 

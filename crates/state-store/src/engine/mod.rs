@@ -307,7 +307,7 @@ impl Engine {
 
     pub async fn lease_acquire(&self, req: AcquireRequest) -> Result<AcquireResult, EngineError> {
         let ttl = req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
+        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| {
             lease::plan_acquire(view, &req.resource_id, &req.holder_id, Some(ttl), ctx)
         })
         .await
@@ -315,7 +315,7 @@ impl Engine {
 
     pub async fn lease_renew(&self, req: RenewRequest) -> Result<HoldResult, EngineError> {
         let ttl = req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
+        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| {
             let holder = Holder { holder_id: &req.holder_id, token: Some(req.token) };
             lease::plan_renew(view, &req.resource_id, holder, Some(ttl), ctx)
         })
@@ -324,7 +324,7 @@ impl Engine {
 
     pub async fn lease_release(&self, req: ReleaseRequest) -> Result<HoldResult, EngineError> {
         req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
+        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| {
             lease::plan_release(
                 view,
                 &req.resource_id,
