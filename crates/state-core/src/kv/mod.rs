@@ -27,15 +27,20 @@ pub(crate) fn fence_key(lease: &Option<String>, token: Option<u64>) -> Option<St
     lease.as_deref().filter(|_| token.is_some()).map(keyspace::lease_key)
 }
 
+/// A guarded write of one key reads the key and, when fenced, its lease.
+fn key_and_fence(key: &str, lease: &Option<String>, token: Option<u64>) -> Vec<String> {
+    std::iter::once(key.to_owned()).chain(fence_key(lease, token)).collect()
+}
+
 impl ReadsFirst for SetRequest {
     fn reads_first(&self) -> Vec<String> {
-        std::iter::once(self.key.clone()).chain(fence_key(&self.lease, self.token)).collect()
+        key_and_fence(&self.key, &self.lease, self.token)
     }
 }
 
 impl ReadsFirst for DeleteRequest {
     fn reads_first(&self) -> Vec<String> {
-        std::iter::once(self.key.clone()).chain(fence_key(&self.lease, self.token)).collect()
+        key_and_fence(&self.key, &self.lease, self.token)
     }
 }
 

@@ -540,8 +540,7 @@ impl WriteTxn for PgTxn<'_> {
         }
         let write = self.write.as_ref().ok_or_else(|| StorageError::Other("not a write transaction".into()))?;
         let (rows, events, revision) = write.unsent(with_writes)?;
-        let user = |system: &bool| !*system;
-        let added = rows.inserts.system.iter().filter(|s| user(s)).count() as i64
+        let added = rows.inserts.system.iter().filter(|system| !**system).count() as i64
             - rows.guarded_deletes.iter().filter(|key| !state_core::keyspace::is_system(key)).count() as i64;
         let user_keys = write.user_keys.get() + added;
         let client = self.client.get().ok_or_else(|| StorageError::Other("transaction already finished".into()))?;
