@@ -15,7 +15,7 @@ mod error;
 pub mod files;
 
 pub use backend::redb::RedbBackend;
-pub use backend::{Backend, Backup, WriterExclusion};
+pub use backend::{Backend, Backup, SpaceGiven, WriterExclusion};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{
     BatchStats, DEFAULT_HISTORY_RETENTION, DEFAULT_WATCH_BUFFER_BYTES, Engine, EngineConfig, MaintenanceHandle, Watch,

@@ -26,6 +26,7 @@ mod replicas;
 mod routes;
 mod seam;
 mod soak;
+mod space;
 mod storage;
 mod watch;
 

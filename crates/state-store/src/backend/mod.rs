@@ -43,6 +43,18 @@ pub enum WriterExclusion {
     Database,
 }
 
+/// What giving a file's free space back to the file system did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpaceGiven {
+    /// The file's size before and after.
+    pub before_bytes: u64,
+    pub after_bytes: u64,
+    /// What its live pages took.
+    pub in_use_bytes: u64,
+    /// How long reads and writes waited for it.
+    pub held_for: std::time::Duration,
+}
+
 /// What a backup holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backup {
@@ -98,6 +110,15 @@ pub trait Backend: Send + Sync + 'static {
             "a {} store is backed up with its own tools (pg_dump for PostgreSQL), not by state",
             self.kind()
         )))
+    }
+    /// Shrinks the database's file when most of it is free pages (history compaction and
+    /// deletes free pages; a file never shrinks by itself), holding reads and writes up while
+    /// it moves the live pages down. The writer calls it between batches, with no write
+    /// transaction open; `None` when there was nothing worth giving back, or a long read was
+    /// in the way (the next call tries again). Backends whose space is managed elsewhere
+    /// (PostgreSQL's VACUUM) have nothing to do.
+    fn give_back_space(&self) -> Result<Option<SpaceGiven>, StorageError> {
+        Ok(None)
     }
     /// Calls `on_commit` with the latest revision whenever commits made by other processes
     /// sharing the database may have become visible, until the returned [`Follower`] is

@@ -12,7 +12,7 @@ use state_core::{Event, UnixMillis};
 use super::maintenance::ExpiryHint;
 use super::visibility::Visibility;
 use super::watch::Feed;
-use crate::backend::WriteTxn;
+use crate::backend::{Backend, WriteTxn};
 use crate::error::StorageError;
 
 /// What a command did inside the batch's transaction.
@@ -46,6 +46,15 @@ pub(super) trait Command: Send {
     /// fetch with the whole batch's as the transaction begins.
     fn reads_first(&self) -> &[String] {
         &[]
+    }
+    /// Whether it needs the backend to itself instead of a place in a batch: the writer then
+    /// runs it between batches ([`Command::run_alone`]), with no write transaction open.
+    fn alone(&self) -> bool {
+        false
+    }
+    /// Runs a command that is [`Command::alone`]; never called for the others.
+    fn run_alone(&mut self, backend: &dyn Backend) {
+        let _ = backend;
     }
 }
 

@@ -1,7 +1,7 @@
 //! Background upkeep: sweep expired keys (so history and watchers record their expiry and disk
 //! space is reclaimed), release the runs left waiting on a finished run with many dependents,
-//! and compact history beyond the retention window. All go through the writer queue like any
-//! other write.
+//! compact history beyond the retention window, and give a mostly free file's space back to
+//! the file system. All go through the writer queue like any other write.
 //!
 //! The sweeper sleeps until the soonest stored expiry (so an expiry is recorded when it falls,
 //! not up to a sweep interval later), woken early when a write stores a sooner one; the
@@ -16,7 +16,9 @@ use state_core::UnixMillis;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use super::writer::Alone;
 use super::{Engine, EngineConfig, Inner};
+use crate::backend::{Backend, SpaceGiven};
 use crate::error::EngineError;
 
 const SWEEP_BATCH: usize = 1000;
@@ -70,6 +72,8 @@ impl Drop for MaintenanceHandle {
 
 pub(super) fn spawn(engine: Weak<Inner>, config: EngineConfig) -> MaintenanceHandle {
     MaintenanceHandle(tokio::spawn(async move {
+        // Looked at once a sweep interval, not at every sweep an expiry wakes.
+        let mut space_looked_at: Option<tokio::time::Instant> = None;
         loop {
             // Holding only a weak reference lets the engine shut down while we sleep.
             let Some(inner) = engine.upgrade() else { return };
@@ -82,6 +86,16 @@ pub(super) fn spawn(engine: Weak<Inner>, config: EngineConfig) -> MaintenanceHan
             }
             if let Some(keep) = config.history_retention {
                 compact(&engine, keep).await;
+            }
+            if space_looked_at.is_none_or(|at| at.elapsed() >= config.sweep_interval) {
+                space_looked_at = Some(tokio::time::Instant::now());
+                match engine.give_back_space().await {
+                    Ok(_) => {}
+                    Err(EngineError::Closed) => return,
+                    Err(error) => {
+                        tracing::warn!(%error, "could not give the database file's free space back; will retry")
+                    }
+                }
             }
             // Anything stored from here on rings the bell; anything before is in the index.
             hint.take();
@@ -149,6 +163,15 @@ async fn release(engine: &Engine) -> Result<(), EngineError> {
                 return Ok(());
             }
         }
+    }
+}
+
+impl Engine {
+    /// Shrinks the database file when most of it is free pages, holding reads and writes up
+    /// while it moves the live pages down (see [`Backend::give_back_space`]); `None` when
+    /// there was nothing worth giving back. Run between two write batches.
+    pub async fn give_back_space(&self) -> Result<Option<SpaceGiven>, EngineError> {
+        self.write(|reply| Alone::boxed(|backend: &dyn Backend| backend.give_back_space(), reply)).await
     }
 }
 

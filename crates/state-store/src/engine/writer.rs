@@ -221,6 +221,53 @@ where
     }
 }
 
+/// A command that needs the backend to itself (giving the file's space back): run between
+/// batches, never inside one.
+pub(super) struct Alone<T, F> {
+    run: Option<F>,
+    outcome: Option<Result<T, EngineError>>,
+    reply: Reply<T>,
+}
+
+impl<T, F> Alone<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(&dyn Backend) -> Result<T, StorageError> + Send + 'static,
+{
+    pub(super) fn boxed(run: F, reply: Reply<T>) -> Box<dyn Command> {
+        Box::new(Alone { run: Some(run), outcome: None, reply })
+    }
+}
+
+impl<T, F> Command for Alone<T, F>
+where
+    T: Send,
+    F: FnOnce(&dyn Backend) -> Result<T, StorageError> + Send,
+{
+    fn apply(
+        &mut self,
+        _: &mut dyn WriteTxn,
+        _: &WriteContext,
+        _: Option<&mut Vec<Event>>,
+    ) -> Result<Applied, StorageError> {
+        Err(StorageError::Other("internal error: a command that runs alone was put in a batch".into()))
+    }
+
+    fn answer(self: Box<Self>, failure: Option<&StorageError>) {
+        answer(self.reply, failure, self.outcome);
+    }
+
+    fn alone(&self) -> bool {
+        true
+    }
+
+    fn run_alone(&mut self, backend: &dyn Backend) {
+        if let Some(run) = self.run.take() {
+            self.outcome = Some(run(backend).map_err(EngineError::from));
+        }
+    }
+}
+
 /// Answers a caller once its batch's fate is known.
 fn answer<T>(reply: Reply<T>, failure: Option<&StorageError>, outcome: Option<Result<T, EngineError>>) {
     let result = match (failure, outcome) {
@@ -256,29 +303,48 @@ pub(super) fn run(
     let mut pacing = Pacing::default();
     // Batches answered and not yet published, whose transaction the next batch continues.
     let mut pending: Option<Pending<'_>> = None;
+    // A command that runs alone, met while draining the queue into a batch: next.
+    let mut after_batch: Option<Box<dyn Command>> = None;
     loop {
-        let first = match pending.take() {
-            Some(open) => match pacing.next_soon(&mut queue, &outlets.visibility) {
-                Some(command) => {
-                    pending = Some(open);
-                    command
-                }
-                None => {
-                    open.publish(&outlets);
-                    continue;
-                }
-            },
-            None => match queue.blocking_recv() {
-                Some(command) => {
-                    pacing.arrived();
-                    command
-                }
-                None => break,
+        let first = match after_batch.take() {
+            Some(command) => command,
+            None => match pending.take() {
+                Some(open) => match pacing.next_soon(&mut queue, &outlets.visibility) {
+                    Some(command) => {
+                        pending = Some(open);
+                        command
+                    }
+                    None => {
+                        open.publish(&outlets);
+                        continue;
+                    }
+                },
+                None => match queue.blocking_recv() {
+                    Some(command) => {
+                        pacing.arrived();
+                        command
+                    }
+                    None => break,
+                },
             },
         };
+        if first.alone() {
+            // Published first: what it carries holds the transaction it needs gone.
+            if let Some(open) = pending.take() {
+                open.publish(&outlets);
+            }
+            let mut command = first;
+            command.run_alone(&*backend);
+            command.answer(None);
+            continue;
+        }
         batch.push(first);
         while batch.len() < max_batch {
             match queue.try_recv() {
+                Ok(command) if command.alone() => {
+                    after_batch = Some(command);
+                    break;
+                }
                 Ok(command) => batch.push(command),
                 Err(_) => break,
             }
@@ -325,6 +391,9 @@ pub(super) fn run(
     }
     if let Some(open) = pending.take() {
         open.publish(&outlets);
+    }
+    if let Some(command) = after_batch {
+        command.answer(Some(&StorageError::Other("the writer stopped".into())));
     }
     tracing::debug!("write queue closed; writer stopping");
 }

@@ -181,13 +181,9 @@ async fn a_backup_put_in_place_of_the_database_opens_beside_the_newer_log() {
     assert_eq!(engine(&path).get(get("restored")).await.unwrap().value, Some(json!(true)));
 }
 
-/// A file whose data was deleted and whose history was compacted is mostly free pages, which
-/// redb never gives back by itself: the next open compacts it, and nothing live is lost.
-#[tokio::test]
-async fn a_mostly_free_file_is_compacted_at_the_next_open_and_keeps_its_data() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.redb");
-    let first = engine(&path);
+/// Big values with live ones between them, and a key to check, `keep`: 34 MiB of which
+/// [`make_the_holes`] leaves 2 live.
+async fn fill_with_holes_to_be(engine: &Engine) {
     // Noise, so no compression makes it small.
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
     let mut noise = |bytes: usize| -> serde_json::Value {
@@ -204,22 +200,39 @@ async fn a_mostly_free_file_is_compacted_at_the_next_open_and_keeps_its_data() {
     // Live values between the ones deleted later: the free pages end up in holes, not at the
     // end of the file, where redb trims them by itself.
     for n in 0..40 {
-        first.set(crate::support::set_req(&format!("bulk/{n}"), noise(900 * 1024), None)).await.unwrap();
-        first.set(crate::support::set_req(&format!("live/{n}"), noise(50 * 1024), None)).await.unwrap();
+        engine.set(crate::support::set_req(&format!("bulk/{n}"), noise(900 * 1024), None)).await.unwrap();
+        engine.set(crate::support::set_req(&format!("live/{n}"), noise(50 * 1024), None)).await.unwrap();
     }
-    first.set(crate::support::set_req("keep", json!({"v": 1}), None)).await.unwrap();
+    engine.set(crate::support::set_req("keep", json!({"v": 1}), None)).await.unwrap();
+}
+
+/// Deletes the big values and compacts their history away; returns the revision of `keep`'s
+/// second value.
+async fn make_the_holes(engine: &Engine) -> u64 {
+    for n in 0..40 {
+        let delete = state_core::ops::kv::DeleteRequest { key: format!("bulk/{n}"), ..Default::default() };
+        engine.delete(delete).await.unwrap();
+    }
+    let revision = engine.set(crate::support::set_req("keep", json!({"v": 2}), None)).await.unwrap().revision;
+    engine.compact_history(revision).await.unwrap();
+    revision
+}
+
+/// A file whose data was deleted and whose history was compacted is mostly free pages, which
+/// redb never gives back by itself: the next open compacts it, and nothing live is lost.
+#[tokio::test]
+async fn a_mostly_free_file_is_compacted_at_the_next_open_and_keeps_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.redb");
+    let first = engine(&path);
+    fill_with_holes_to_be(&first).await;
     // Made durable in the file itself (closing checkpoints the log), then deleted and their
     // history compacted: pages a durable commit held are free only in the file after it.
     first.close().await;
     let full = std::fs::metadata(&path).unwrap().len();
     let first = engine(&path);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), full, "a full file is left as it is");
-    for n in 0..40 {
-        let delete = state_core::ops::kv::DeleteRequest { key: format!("bulk/{n}"), ..Default::default() };
-        first.delete(delete).await.unwrap();
-    }
-    let revision = first.set(crate::support::set_req("keep", json!({"v": 2}), None)).await.unwrap().revision;
-    first.compact_history(revision).await.unwrap();
+    let revision = make_the_holes(&first).await;
     first.close().await;
     let grown = std::fs::metadata(&path).unwrap().len();
     assert!(grown > 32 * 1024 * 1024, "the values took room: {grown} bytes");
@@ -236,4 +249,33 @@ async fn a_mostly_free_file_is_compacted_at_the_next_open_and_keeps_its_data() {
     assert_eq!((got.value, got.revision), (Some(json!({"v": 2})), revision));
     let next = second.set(crate::support::set_req("after", json!(0), None)).await.unwrap();
     assert_eq!(next.revision, revision + 1, "revisions continue where they stopped");
+}
+
+/// The same, while the store serves: the writer compacts the file between two batches.
+#[tokio::test]
+async fn a_mostly_free_file_is_compacted_while_serving_and_keeps_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.redb");
+    let engine = engine(&path);
+    fill_with_holes_to_be(&engine).await;
+    assert_eq!(engine.give_back_space().await.unwrap(), None, "a full file is left as it is");
+    let revision = make_the_holes(&engine).await;
+    let grown = std::fs::metadata(&path).unwrap().len();
+    let given = engine.give_back_space().await.unwrap().expect("a mostly free file is compacted");
+    eprintln!("compacted while serving: {given:?}");
+    assert_eq!(given.before_bytes, grown);
+    assert_eq!(given.after_bytes, std::fs::metadata(&path).unwrap().len());
+    assert!(given.after_bytes * 4 < grown, "the space went back: {given:?}");
+    assert!(given.in_use_bytes * 4 < grown, "what was in use was counted before: {given:?}");
+    assert_eq!(engine.give_back_space().await.unwrap(), None, "nothing is left to give back");
+    let get = |key: &str| state_core::ops::kv::GetRequest { key: key.into(), version: None, revision: None };
+    let got = engine.get(get("keep")).await.unwrap();
+    assert_eq!((got.value, got.revision), (Some(json!({"v": 2})), revision));
+    assert!(engine.get(get("live/39")).await.unwrap().value.is_some());
+    let next = engine.set(crate::support::set_req("after", json!(0), None)).await.unwrap();
+    assert_eq!(next.revision, revision + 1, "revisions go on");
+    engine.close().await;
+    drop(engine);
+    let reopened = crate::redb_file::engine(&path);
+    assert_eq!(reopened.get(get("after")).await.unwrap().value, Some(json!(0)));
 }

@@ -33,6 +33,7 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use redb::{
     Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
@@ -48,7 +49,7 @@ use self::identity::{Distrust, Stored};
 use self::logged::Calls;
 use self::unpublished::{HeldLog, Logged};
 use self::wal::{LogError, LogFile, Wal};
-use super::{Backend, Order, ReadTxn, Unpublished, WriteTxn, WriterExclusion};
+use super::{Backend, Order, ReadTxn, SpaceGiven, Unpublished, WriteTxn, WriterExclusion};
 use crate::error::{OpenError, StorageError};
 use crate::files;
 
@@ -64,8 +65,8 @@ const META_REVISION: &str = "revision";
 const META_COMPACTED: &str = "compacted_revision";
 const META_FORMAT: &str = "format";
 const META_WAL_LSN: &str = "wal_lsn";
-/// Bytes of history compacted away since the file was last compacted: how much of it is
-/// likely free, known without walking the file.
+/// Bytes of entries and history removed since the file was last compacted: how much of it
+/// may be free, known without walking the file.
 const META_FREED: &str = "freed_bytes";
 const STORE_FORMAT: u64 = 1;
 
@@ -73,8 +74,11 @@ const STORE_FORMAT: u64 = 1;
 #[cfg(feature = "conformance")]
 const CACHE_BYTES: usize = 16 * 1024 * 1024;
 
-/// Files smaller than this are never compacted at open: the space is not worth the time.
+/// Files smaller than this are never compacted: the space is not worth the time.
 const SHRINK_FROM_BYTES: u64 = 16 * 1024 * 1024;
+/// How long giving space back waits for reads under way (every other read and write waits
+/// with it) before it leaves the file for another time.
+const READS_WAITED_FOR: Duration = Duration::from_millis(20);
 
 /// Smallest and largest page cache chosen for a database by its size ([`cache_for`]).
 const CACHE_MIN_BYTES: u64 = 8 * 1024 * 1024;
@@ -176,60 +180,86 @@ impl RedbBackend {
             }
         };
         let backend = RedbBackend::open_with(&path, role, Box::new(opener), Some(log_file(&path)), loss)?;
-        // Opening is the moment nothing else holds the database: the one time redb can move
-        // every page down and cut the file short.
-        if let Err(error) = backend.give_back_space(&path) {
+        // Opening is the moment nothing else holds the database: the first chance to move
+        // every page down and cut the file short; the writer gives space back while it runs.
+        if let Err(error) = backend.shrink(Duration::ZERO) {
             tracing::warn!(%error, "could not compact the database file; it keeps its size");
         }
         Ok(backend)
     }
 
-    /// Compacts the file when at least half of it is free (history compaction and deletes
-    /// free pages, but redb never shrinks a file by itself), and says how long it took.
-    fn give_back_space(&self, path: &Path) -> Result<(), StorageError> {
+    /// Compacts the file when at least half of it is free (deletes, overwrites and history
+    /// compaction free pages, but redb never shrinks a file by itself), and says how long
+    /// reads and writes waited for it.
+    ///
+    /// Only the writer thread calls this, between batches, so no write transaction is live.
+    /// Reads go on while it looks whether compacting is worth it, and wait while it compacts:
+    /// redb compacts only with no transaction live, so the handle is taken out of everyone's
+    /// reach. A read already under way is waited for up to `wait_for_reads`; one that takes
+    /// longer leaves the file as it is until the next call.
+    fn shrink(&self, wait_for_reads: Duration) -> Result<Option<SpaceGiven>, StorageError> {
+        let Some(path) = &self.path else { return Ok(None) };
         let file_bytes = std::fs::metadata(path).map_err(|e| StorageError::Io(e.to_string()))?.len();
         if file_bytes < SHRINK_FROM_BYTES {
-            return Ok(());
+            return Ok(None);
+        }
+        // What commits counted as freed decides cheaply whether to look closer (counting the
+        // file's pages walks all of it). Freed pages get reused, so it overcounts as time
+        // goes by; the walk decides, and starts the count over.
+        let freed = meta_value(
+            &self.database()?.begin_read().map_err(storage)?.open_table(META).map_err(storage)?,
+            META_FREED,
+        )?;
+        if freed.saturating_mul(4) < file_bytes {
+            return Ok(None);
+        }
+        // Pages that commits since the last durable one freed are free in the file only after
+        // the next: a checkpoint first, so the walk counts them free.
+        self.checkpoint_if(|_| true)?;
+        let used_bytes = {
+            let db = self.database()?;
+            let txn = db.begin_write().map_err(storage)?;
+            let stats = txn.stats().map_err(storage)?;
+            // Counted afresh from here, whether or not the file is compacted.
+            txn.open_table(META).map_err(storage)?.insert(META_FREED, 0).map_err(storage)?;
+            txn.commit().map_err(|e| self.noted(storage(e)))?;
+            stats.allocated_pages().saturating_mul(stats.page_size() as u64)
+        };
+        if used_bytes.saturating_mul(2) > file_bytes {
+            return Ok(None);
         }
         let mut slot =
             self.db.write().map_err(|_| StorageError::Other("the database handle lock is poisoned".into()))?;
-        let Some(db) = slot.as_mut().and_then(Arc::get_mut) else { return Ok(()) };
-        // What history compaction recorded as freed decides cheaply whether to look closer
-        // (counting the file's pages walks all of it, too slow for every start of a large
-        // store). It undercounts (a deleted key's own record is not in it), so a quarter will do.
-        let freed = meta_value(&db.begin_read().map_err(storage)?.open_table(META).map_err(storage)?, META_FREED)?;
-        if freed.saturating_mul(4) < file_bytes {
-            return Ok(());
-        }
-        let used_bytes = {
-            let txn = db.begin_write().map_err(storage)?;
-            let stats = txn.stats().map_err(storage)?;
-            txn.abort().map_err(storage)?;
-            stats.allocated_pages().saturating_mul(stats.page_size() as u64)
+        let held_from = std::time::Instant::now();
+        let deadline = held_from + wait_for_reads;
+        let compacted = match exclusive(&mut slot, deadline) {
+            Some(db) => compact_file(db, deadline).map_err(|e| self.noted(e))?,
+            None => false,
         };
-        let started = std::time::Instant::now();
-        if used_bytes.saturating_mul(2) <= file_bytes {
-            // Each pass moves what it can; a few passes reach the floor.
-            for _ in 0..4 {
-                if !db.compact().map_err(|e| StorageError::Other(format!("compaction failed: {e}")))? {
-                    break;
-                }
-            }
+        drop(slot);
+        if !compacted {
+            tracing::debug!("a read was under way; the file is compacted another time");
+            // The count starts where it was, so the next call looks again.
+            let db = self.database()?;
+            let txn = db.begin_write().map_err(storage)?;
+            add_freed(&txn, freed)?;
+            txn.commit().map_err(|e| self.noted(storage(e)))?;
+            return Ok(None);
         }
-        // Counted afresh from here, whether the file was compacted or turned out fuller than
-        // the count said (freed pages reused since).
-        let txn = db.begin_write().map_err(storage)?;
-        txn.open_table(META).map_err(storage)?.insert(META_FREED, 0).map_err(storage)?;
-        txn.commit().map_err(storage)?;
-        let after = std::fs::metadata(path).map_or(file_bytes, |m| m.len());
+        let given = SpaceGiven {
+            before_bytes: file_bytes,
+            after_bytes: std::fs::metadata(path).map_or(file_bytes, |m| m.len()),
+            in_use_bytes: used_bytes,
+            held_for: held_from.elapsed(),
+        };
         tracing::info!(
-            before_bytes = file_bytes,
-            after_bytes = after,
-            in_use_bytes = used_bytes,
-            millis = started.elapsed().as_millis() as u64,
+            before_bytes = given.before_bytes,
+            after_bytes = given.after_bytes,
+            in_use_bytes = given.in_use_bytes,
+            held_millis = given.held_for.as_millis() as u64,
             "compacted the database file"
         );
-        Ok(())
+        Ok(Some(given))
     }
 
     /// Opens the database at `path` through `opener` (which tests use to put a fault-injecting
@@ -379,7 +409,7 @@ impl RedbBackend {
     fn redo<'p>(&self, db: &Database, records: impl IntoIterator<Item = (u64, &'p [u8])>) -> Result<(), StorageError> {
         let mut txn = db.begin_write().map_err(storage)?;
         txn.set_durability(Durability::None).map_err(|e| StorageError::Other(e.to_string()))?;
-        let mut write = RedbWrite { txn, next_seq: None, backend: self, written: 0, calls: None, held: None };
+        let mut write = RedbWrite { txn, next_seq: None, backend: self, written: 0, freed: 0, calls: None, held: None };
         let mut last = None;
         for (lsn, payload) in records {
             logged::replay(payload, &mut write)?;
@@ -638,7 +668,7 @@ impl Backend for RedbBackend {
         self.mend_log()?;
         let txn = self.retrying(|db| db.begin_write().map_err(storage))?;
         let calls = self.log.as_ref().map(|_| Calls::default());
-        Ok(Box::new(RedbWrite { txn, next_seq: None, backend: self, written: 0, calls, held: None }))
+        Ok(Box::new(RedbWrite { txn, next_seq: None, backend: self, written: 0, freed: 0, calls, held: None }))
     }
 
     fn size_on_disk(&self) -> Option<u64> {
@@ -647,6 +677,10 @@ impl Backend for RedbBackend {
 
     fn backup(&self, to: &Path) -> Result<crate::backend::Backup, StorageError> {
         backup::backup(&*self.database()?, to)
+    }
+
+    fn give_back_space(&self) -> Result<Option<SpaceGiven>, StorageError> {
+        self.shrink(READS_WAITED_FOR)
     }
 }
 
@@ -704,6 +738,36 @@ impl From<StorageError> for Replay {
     fn from(error: StorageError) -> Replay {
         Replay::Storage(error)
     }
+}
+
+/// The handle to itself, once no other thread holds it, waiting (a millisecond at a time)
+/// until `deadline`. The slot's lock keeps anyone from taking it meanwhile.
+fn exclusive(slot: &mut Option<Arc<Database>>, deadline: std::time::Instant) -> Option<&mut Database> {
+    while slot.as_mut().is_some_and(|db| Arc::get_mut(db).is_none()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    slot.as_mut().and_then(Arc::get_mut)
+}
+
+/// Moves the live pages down and cuts the file short, a few passes (each moves what it can).
+/// A read transaction under way refuses it (redb compacts only with none live): waited for
+/// until `deadline`; `false` if it was still there then.
+fn compact_file(db: &mut Database, deadline: std::time::Instant) -> Result<bool, StorageError> {
+    let mut passes = 0;
+    while passes < 4 {
+        match db.compact() {
+            Ok(true) => passes += 1,
+            Ok(false) => break,
+            Err(redb::CompactionError::TransactionInProgress) if passes == 0 => {
+                if std::time::Instant::now() >= deadline {
+                    return Ok(false);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(error) => return Err(storage(error)),
+        }
+    }
+    Ok(true)
 }
 
 /// Opens the database file for redb: see [`RedbBackend::open_as`].
@@ -790,6 +854,9 @@ struct RedbWrite<'a> {
     backend: &'a RedbBackend,
     /// Bytes of entries and events written, for the free-space check at commit.
     written: u64,
+    /// Bytes of the entries it overwrote or deleted, added to what the file has free
+    /// ([`META_FREED`]) at commit.
+    freed: u64,
     /// The calls made, for the log record; `None` without a log, or while replaying one.
     calls: Option<Calls>,
     /// The log, when this transaction carries logged batches not yet published (it was
@@ -1033,12 +1100,13 @@ impl WriteTxn for RedbWrite<'_> {
         if let Some(calls) = &mut self.calls {
             calls.put(entry, &encoded);
         }
-        let old_expiry = entries
-            .insert(entry.key.as_str(), encoded.as_slice())
-            .map_err(storage)?
-            .map(|old| codec::entry_expiry(&entry.key, old.value()))
-            .transpose()?
-            .flatten();
+        let old_expiry = match entries.insert(entry.key.as_str(), encoded.as_slice()).map_err(storage)? {
+            Some(old) => {
+                self.freed += old.value().len() as u64;
+                codec::entry_expiry(&entry.key, old.value())?
+            }
+            None => None,
+        };
         drop(entries);
         if old_expiry != entry.expires_at {
             let mut expiry = self.txn.open_table(EXPIRY).map_err(storage)?;
@@ -1057,10 +1125,15 @@ impl WriteTxn for RedbWrite<'_> {
             calls.delete(key);
         }
         let mut entries = self.txn.open_table(table_for(key)).map_err(storage)?;
-        let old_expiry =
-            entries.remove(key).map_err(storage)?.map(|old| codec::entry_expiry(key, old.value())).transpose()?;
+        let old_expiry = match entries.remove(key).map_err(storage)? {
+            Some(old) => {
+                self.freed += old.value().len() as u64;
+                codec::entry_expiry(key, old.value())?
+            }
+            None => None,
+        };
         drop(entries);
-        if let Some(at) = old_expiry.flatten() {
+        if let Some(at) = old_expiry {
             self.txn.open_table(EXPIRY).map_err(storage)?.remove((at.0, key)).map_err(storage)?;
         }
         Ok(())
@@ -1161,10 +1234,8 @@ impl WriteTxn for RedbWrite<'_> {
             Some(last) if stopped_early => last.0,
             _ => through,
         };
-        let mut meta = self.txn.open_table(META).map_err(storage)?;
-        let freed_before = meta_value(&meta, META_FREED)?;
-        meta.insert(META_COMPACTED, compacted).map_err(storage)?;
-        meta.insert(META_FREED, freed_before.saturating_add(freed)).map_err(storage)?;
+        self.txn.open_table(META).map_err(storage)?.insert(META_COMPACTED, compacted).map_err(storage)?;
+        self.freed += freed;
         Ok(compacted)
     }
 
@@ -1183,7 +1254,7 @@ impl WriteTxn for RedbWrite<'_> {
     where
         Self: 't,
     {
-        let RedbWrite { mut txn, backend, calls, held, written, .. } = *self;
+        let RedbWrite { mut txn, backend, calls, held, written, freed, .. } = *self;
         let nothing_to_log = calls.as_ref().is_some_and(Calls::is_empty);
         let held = match held {
             // A batch that changed nothing, in a transaction that carries others: nothing to
@@ -1197,7 +1268,8 @@ impl WriteTxn for RedbWrite<'_> {
         // Refused, the transaction is dropped, so nothing of this batch reaches the file (and
         // the batches it carried are redone on their own, see `HeldLog`).
         // Batches the transaction carries are counted already (in `undurable`).
-        if let Err(refused) = backend.check_named().and_then(|()| backend.check_space(written)) {
+        let counted = add_freed(&txn, freed);
+        if let Err(refused) = counted.and_then(|()| backend.check_named()).and_then(|()| backend.check_space(written)) {
             // The transaction goes first, as below: the batches it carried are redone in a
             // transaction of their own, which waits for this one's write slot. Left to the
             // return, `held` (declared later) would be dropped first and wait for ever.
@@ -1229,6 +1301,19 @@ impl WriteTxn for RedbWrite<'_> {
             }
         }
     }
+}
+
+/// Adds `bytes` to what the file is counted to have free: entries overwritten or deleted and
+/// history compacted leave their pages free, which tells [`RedbBackend::shrink`] without a
+/// walk of the file whether it is worth compacting.
+fn add_freed(txn: &WriteTransaction, bytes: u64) -> Result<(), StorageError> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    let mut meta = txn.open_table(META).map_err(storage)?;
+    let before = meta_value(&meta, META_FREED)?;
+    meta.insert(META_FREED, before.saturating_add(bytes)).map_err(storage)?;
+    Ok(())
 }
 
 /// Appends the batch's calls to the log, durably, and marks `txn` as applying them.

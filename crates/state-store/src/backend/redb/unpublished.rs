@@ -161,6 +161,14 @@ impl Unpublished for Logged<'_> {
             return Err(StorageError::Other("internal error: a published batch cannot be resumed".into()));
         };
         let calls = Some(Calls::default());
-        Ok(Box::new(RedbWrite { txn, next_seq: None, backend: self.backend, written: 0, calls, held: Some(held) }))
+        Ok(Box::new(RedbWrite {
+            txn,
+            next_seq: None,
+            backend: self.backend,
+            written: 0,
+            freed: 0,
+            calls,
+            held: Some(held),
+        }))
     }
 }
