@@ -12,8 +12,10 @@ use std::sync::{Arc, Mutex};
 use redb::backends::FileBackend;
 use redb::{BackendError, StorageBackend};
 
+use super::open::log_file;
+use super::recovery::LogLoss;
 use super::wal::LogFile;
-use super::{CACHE_BYTES, OpenLog, RedbBackend, log_file};
+use super::{CACHE_BYTES, OpenLog, RedbBackend};
 use crate::error::OpenError;
 
 /// Switches for the faults a [`RedbBackend::open_with_faults`] file injects.
@@ -136,7 +138,7 @@ impl RedbBackend {
                 redb::Builder::new().set_cache_size(CACHE_BYTES).create_with_backend(faulty)
             }
         };
-        RedbBackend::open_with(path, "test", Box::new(opener), Some(log), super::LogLoss::Refuse)
+        RedbBackend::open_with(path, "test", Box::new(opener), Some(log), LogLoss::Refuse)
     }
 
     /// Opens (or creates) a database whose file and log live on `disk` and `log`, which lose
@@ -149,7 +151,7 @@ impl RedbBackend {
         };
         let log = log.clone();
         let open_log: OpenLog = Box::new(move || Ok(Box::new(log.clone()) as Box<dyn LogFile>));
-        RedbBackend::open_with(path, "test", Box::new(opener), Some(open_log), super::LogLoss::Refuse)
+        RedbBackend::open_with(path, "test", Box::new(opener), Some(open_log), LogLoss::Refuse)
     }
 }
 
