@@ -16,9 +16,7 @@ use state_core::UnixMillis;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::writer::Alone;
 use super::{Engine, EngineConfig, Inner};
-use crate::backend::{Backend, SpaceGiven};
 use crate::error::EngineError;
 
 const SWEEP_BATCH: usize = 1000;
@@ -163,15 +161,6 @@ async fn release(engine: &Engine) -> Result<(), EngineError> {
                 return Ok(());
             }
         }
-    }
-}
-
-impl Engine {
-    /// Shrinks the database file when most of it is free pages, holding reads and writes up
-    /// while it moves the live pages down (see [`Backend::give_back_space`]); `None` when
-    /// there was nothing worth giving back. Run between two write batches.
-    pub async fn give_back_space(&self) -> Result<Option<SpaceGiven>, EngineError> {
-        self.write(|reply| Alone::boxed(|backend: &dyn Backend| backend.give_back_space(), reply)).await
     }
 }
 

@@ -1,4 +1,7 @@
-//! The engine: the one façade every frontend calls, in domain verbs.
+//! The engine: the one façade every frontend calls, in domain verbs. This file holds its
+//! plumbing; each family's verbs live in a file of their own (`keys.rs`, `leases.rs`,
+//! `runs.rs`, `sessions.rs`, `queue.rs`, `semaphore.rs`, `reservation.rs`, `text.rs`,
+//! `transfer.rs`, `watch.rs`, `maintenance.rs`).
 //!
 //! Validation happens here, before a request is queued, so bad input never reaches storage.
 //! Writes go to the single group-committing writer; reads run on snapshots in the blocking
@@ -6,11 +9,15 @@
 
 mod batch;
 mod chain;
+mod keys;
+mod leases;
 mod maintenance;
 mod queue;
 mod reads;
 mod reservation;
+mod runs;
 mod semaphore;
+mod sessions;
 mod text;
 mod transfer;
 mod view;
@@ -27,39 +34,16 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use state_core::idempotency::Once;
 use state_core::keyspace::{self, Space};
-use state_core::lease::{self, Holder};
-use state_core::ops::Paged;
+
+use state_core::expire;
 use state_core::ops::health::{HealthResult, WriteStats};
-use state_core::ops::history::HistoryKind;
-use state_core::ops::history::{HistoryRequest, HistoryResult};
-use state_core::ops::kv::{
-    BatchGetRequest, BatchGetResult, DeleteRequest, DeleteResult, GetRequest, GetResult, ListRequest, ListResult,
-    SetRequest, SetResult,
-};
-use state_core::ops::lease::{
-    AcquireRequest, AcquireResult, HoldResult, LeaseGetRequest, LeaseGetResult, LeaseListRequest, LeaseListResult,
-    ReleaseRequest, RenewRequest,
-};
-use state_core::ops::session::{
-    SessionListRequest, SessionListResult, SessionRestoreRequest, SessionRestoreResult, SessionSaveRequest,
-    SessionSaveResult,
-};
-use state_core::ops::txn::{TxnRequest, TxnResult};
-use state_core::ops::workflow::RunStatusRequest;
-use state_core::ops::workflow::{AwaitSignalRequest, AwaitSignalResult, SignalRequest, SignalResult};
-use state_core::ops::workflow::{
-    CancelRequest, CancelResult, CheckpointRequest, CheckpointResult, ClaimRequest, ClaimResult, CompleteRequest,
-    CreateRunRequest, CreateRunResult, DiscoverRequest, FailRequest, FinishResult, HeartbeatRequest, HeartbeatResult,
-    ListRunsRequest, ListRunsResult, ResumeResult, RunRequest, RunStatusResult,
-};
 use state_core::ops::{
     OkStatus,
     admin::{ResetRequest, ResetResult},
 };
-use state_core::plan::{Plan, Query, ReadsFirst, Rule, WriteContext};
-use state_core::workflow::{self, Caller, ClaimArgs, Ending, RunFilter, StepRule};
+use state_core::plan::{Plan, Query, Rule, WriteContext};
+use state_core::workflow;
 use state_core::{Action, Event, EventKind, Limits, UnixMillis};
-use state_core::{expire, kv};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 pub use self::batch::BatchStats;
@@ -70,8 +54,8 @@ use self::view::TxnView;
 use self::visibility::Visibility;
 pub use self::watch::Watch;
 use self::watch::{Committed, Feed};
-use self::writer::{Idempotency, Planned, Raw};
-use crate::backend::{Backend, Follower, ReadTxn, WriteTxn};
+use self::writer::{Alone, Idempotency, Planned, Raw};
+use crate::backend::{Backend, Follower, ReadTxn, SpaceGiven, WriteTxn};
 use crate::clock::Clock;
 use crate::error::{EngineError, StorageError};
 
@@ -257,252 +241,6 @@ impl Engine {
         self.inner.backend.read().ok().and_then(|b| b.clone()).ok_or(EngineError::Closed)
     }
 
-    pub async fn get(&self, req: GetRequest) -> Result<GetResult, EngineError> {
-        req.validate()?;
-        // A read of the current value is one B-tree lookup; one in the past walks history.
-        let cost = if req.version.is_none() && req.revision.is_none() { ReadCost::Point } else { ReadCost::Scan };
-        if cost == ReadCost::Point {
-            let backend = self.backend()?;
-            // Before the read begins: a backend's future may start it at once.
-            self.inner.visibility.settled().await;
-            if let Some(read) = backend.get_now(&req.key) {
-                let now = self.inner.clock.now();
-                let (entry, revision) = read.await?;
-                return Ok(reads::current(&req.key, entry, now, revision));
-            }
-        }
-        self.read(cost, move |txn, now| reads::get(txn, &req, now)).await
-    }
-
-    pub async fn batch_get(&self, req: BatchGetRequest) -> Result<BatchGetResult, EngineError> {
-        req.validate()?;
-        let cost = if req.keys.len() <= POINT_READ_KEYS { ReadCost::Point } else { ReadCost::Scan };
-        self.read(cost, move |txn, now| reads::batch_get(txn, &req, now)).await
-    }
-
-    pub async fn list(&self, req: ListRequest) -> Result<ListResult, EngineError> {
-        req.validate()?;
-        self.read(ReadCost::Scan, move |txn, now| reads::list(txn, &req, now)).await
-    }
-
-    pub async fn history(&self, req: HistoryRequest) -> Result<HistoryResult, EngineError> {
-        req.validate()?;
-        self.read(ReadCost::Scan, move |txn, _| reads::history(txn, &req)).await
-    }
-
-    pub async fn set(&self, req: SetRequest) -> Result<SetResult, EngineError> {
-        req.validate(&self.inner.config.limits)?;
-        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| kv::plan_set(view, &req, ctx)).await
-    }
-
-    pub async fn delete(&self, req: DeleteRequest) -> Result<DeleteResult, EngineError> {
-        req.validate()?;
-        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| kv::plan_delete(view, &req, ctx)).await
-    }
-
-    pub async fn txn(&self, req: TxnRequest) -> Result<TxnResult, EngineError> {
-        req.validate(&self.inner.config.limits)?;
-        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| kv::plan_txn(view, &req, ctx)).await
-    }
-
-    pub async fn lease_acquire(&self, req: AcquireRequest) -> Result<AcquireResult, EngineError> {
-        let ttl = req.validate()?;
-        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| {
-            lease::plan_acquire(view, &req.resource_id, &req.holder_id, Some(ttl), ctx)
-        })
-        .await
-    }
-
-    pub async fn lease_renew(&self, req: RenewRequest) -> Result<HoldResult, EngineError> {
-        let ttl = req.validate()?;
-        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| {
-            let holder = Holder { holder_id: &req.holder_id, token: Some(req.token) };
-            lease::plan_renew(view, &req.resource_id, holder, Some(ttl), ctx)
-        })
-        .await
-    }
-
-    pub async fn lease_release(&self, req: ReleaseRequest) -> Result<HoldResult, EngineError> {
-        req.validate()?;
-        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| {
-            lease::plan_release(
-                view,
-                &req.resource_id,
-                Holder { holder_id: &req.holder_id, token: Some(req.token) },
-                ctx,
-            )
-        })
-        .await
-    }
-
-    pub async fn lease_get(&self, req: LeaseGetRequest) -> Result<LeaseGetResult, EngineError> {
-        req.validate()?;
-        self.read(ReadCost::Point, move |txn, now| {
-            Ok(lease::get(&TxnView(txn), &req.resource_id, now, txn.revision()?)?)
-        })
-        .await
-    }
-
-    pub async fn lease_list(&self, req: LeaseListRequest) -> Result<LeaseListResult, EngineError> {
-        req.validate()?;
-        self.read(ReadCost::Scan, move |txn, now| {
-            let (page, after) = (req.page_size()?, req.start_after()?);
-            Ok(lease::list(&TxnView(txn), &req.prefix, after.as_deref(), page, now, txn.revision()?)?)
-        })
-        .await
-    }
-
-    pub async fn workflow_create(&self, req: CreateRunRequest) -> Result<CreateRunResult, EngineError> {
-        req.validate(&self.inner.config.limits)?;
-        self.plan(Once::of(&req)?, move |view, ctx| workflow::plan_create(view, &req, ctx)).await
-    }
-
-    pub async fn workflow_claim(&self, req: ClaimRequest) -> Result<ClaimResult, EngineError> {
-        let ttl = req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
-            let args = ClaimArgs {
-                agent_id: &req.agent_id,
-                ttl_millis: Some(ttl),
-                run_id: req.run_id.as_deref(),
-                name: req.name.as_deref(),
-                tags: &req.tags,
-            };
-            workflow::plan_claim(view, args, ctx)
-        })
-        .await
-    }
-
-    pub async fn workflow_checkpoint(&self, req: CheckpointRequest) -> Result<CheckpointResult, EngineError> {
-        req.validate(&self.inner.config.limits)?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
-            let caller = Caller { agent_id: Some(&req.agent_id), token: Some(req.token) };
-            workflow::plan_checkpoint(view, &req.run_id, caller, req.step, &req.output, StepRule::Sequential, ctx)
-        })
-        .await
-    }
-
-    pub async fn workflow_heartbeat(&self, req: HeartbeatRequest) -> Result<HeartbeatResult, EngineError> {
-        let ttl = req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
-            let caller = Caller { agent_id: Some(&req.agent_id), token: Some(req.token) };
-            workflow::plan_heartbeat(view, &req.run_id, caller, Some(ttl), ctx)
-        })
-        .await
-    }
-
-    pub async fn workflow_complete(&self, req: CompleteRequest) -> Result<FinishResult, EngineError> {
-        req.validate(&self.inner.config.limits)?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
-            let caller = Caller { agent_id: Some(&req.agent_id), token: Some(req.token) };
-            workflow::plan_finish(view, &req.run_id, caller, &Ending::Complete { result: req.result.clone() }, ctx)
-        })
-        .await
-    }
-
-    pub async fn workflow_fail(&self, req: FailRequest) -> Result<FinishResult, EngineError> {
-        req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
-            let caller = Caller { agent_id: Some(&req.agent_id), token: Some(req.token) };
-            let ending = Ending::Fail {
-                error: req.error.clone(),
-                retryable: req.retryable,
-                retry_delay_millis: req.retry_delay_millis(),
-            };
-            workflow::plan_finish(view, &req.run_id, caller, &ending, ctx)
-        })
-        .await
-    }
-
-    pub async fn workflow_cancel(&self, req: CancelRequest) -> Result<CancelResult, EngineError> {
-        req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
-            workflow::plan_cancel(view, &req.run_id, req.reason.as_deref(), req.agent_id.as_deref(), ctx)
-        })
-        .await
-    }
-
-    pub async fn workflow_signal(&self, req: SignalRequest) -> Result<SignalResult, EngineError> {
-        req.validate(&self.inner.config.limits)?;
-        self.plan(Once::of(&req)?, move |view, ctx| workflow::plan_signal(view, &req, ctx)).await
-    }
-
-    pub async fn workflow_await_signal(&self, req: AwaitSignalRequest) -> Result<AwaitSignalResult, EngineError> {
-        req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
-            let caller = Caller { agent_id: Some(&req.agent_id), token: Some(req.token) };
-            workflow::plan_await_signal(view, &req.run_id, caller, &req.name, req.after_signal_id.unwrap_or(0), ctx)
-        })
-        .await
-    }
-
-    /// A run's status; with a wait, once it finished (or the wait ran out), woken by the
-    /// run's own changes.
-    pub async fn workflow_status(&self, req: RunStatusRequest) -> Result<RunStatusResult, EngineError> {
-        let wait = std::time::Duration::from_millis(req.validate()?);
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            let run_id = req.run_id.clone();
-            let answer = self
-                .read(ReadCost::Point, move |txn, now| {
-                    Ok(workflow::status(&TxnView(txn), &run_id, now, txn.revision()?)?)
-                })
-                .await?;
-            let finished = answer.run.as_ref().is_none_or(|run| run.run_status.is_terminal());
-            if finished || tokio::time::Instant::now() >= deadline {
-                return Ok(answer);
-            }
-            self.wait_for_change(HistoryKind::Workflow, &req.run_id, answer.revision, None, deadline).await?;
-        }
-    }
-
-    pub async fn workflow_resume(&self, req: RunRequest) -> Result<ResumeResult, EngineError> {
-        req.validate()?;
-        self.read(ReadCost::Scan, move |txn, now| {
-            Ok(workflow::resume(&TxnView(txn), &req.run_id, now, txn.revision()?)?)
-        })
-        .await
-    }
-
-    pub async fn workflow_list(&self, req: ListRunsRequest) -> Result<ListRunsResult, EngineError> {
-        req.validate()?;
-        self.read(ReadCost::Scan, move |txn, now| {
-            let (page, after) = (req.page_size()?, req.start_after()?);
-            let filter = RunFilter { status: req.status, name: req.name.as_deref(), tags: &req.tags };
-            Ok(workflow::list(&TxnView(txn), filter, after.as_deref(), page, now, txn.revision()?)?)
-        })
-        .await
-    }
-
-    /// Runs a worker could claim now.
-    pub async fn workflow_discover(&self, req: DiscoverRequest) -> Result<ListRunsResult, EngineError> {
-        self.workflow_list(req.into()).await
-    }
-
-    pub async fn session_save(&self, req: SessionSaveRequest) -> Result<SessionSaveResult, EngineError> {
-        req.validate(&self.inner.config.limits)?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
-            state_core::session::plan_save(view, &req.session_id, &req.context, req.agent_id.as_deref(), ctx)
-        })
-        .await
-    }
-
-    pub async fn session_restore(&self, req: SessionRestoreRequest) -> Result<SessionRestoreResult, EngineError> {
-        req.validate()?;
-        self.read(ReadCost::Point, move |txn, _| {
-            Ok(state_core::session::restore(&TxnView(txn), &req.session_id, req.version, txn.revision()?)?)
-        })
-        .await
-    }
-
-    pub async fn session_list(&self, req: SessionListRequest) -> Result<SessionListResult, EngineError> {
-        req.validate()?;
-        self.read(ReadCost::Scan, move |txn, _| {
-            let (page, after) = (req.page_size()?, req.start_after()?);
-            Ok(state_core::session::list(&TxnView(txn), &req.prefix, after.as_deref(), page, txn.revision()?)?)
-        })
-        .await
-    }
-
     /// Wipes every key, lease, run and session, and all history. Revisions keep counting up
     /// (fencing tokens must never repeat); one `reset` event records it. Idempotency records
     /// are kept.
@@ -609,6 +347,13 @@ impl Engine {
                 return Ok(reached);
             }
         }
+    }
+
+    /// Shrinks the database file when most of it is free pages, holding reads and writes up
+    /// while it moves the live pages down (see [`Backend::give_back_space`]); `None` when
+    /// there was nothing worth giving back. Run between two write batches.
+    pub async fn give_back_space(&self) -> Result<Option<SpaceGiven>, EngineError> {
+        self.write(|reply| Alone::boxed(|backend: &dyn Backend| backend.give_back_space(), reply)).await
     }
 
     /// Returns once the writer has shown it moves: it took this ping's turn, or applied

@@ -6,9 +6,8 @@ use std::sync::atomic::Ordering;
 
 use redb::Database;
 
-use super::recovery::log_error;
 use super::wal::Wal;
-use super::{META, NAMES, RedbBackend, storage};
+use super::{META, NAMES, RedbBackend, log_error, storage};
 use super::{failpoint, identity};
 use crate::error::StorageError;
 

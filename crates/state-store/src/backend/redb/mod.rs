@@ -48,7 +48,7 @@ pub use self::open::holder_note_path;
 use self::space::READS_WAITED_FOR;
 pub use self::space::cache_for;
 use self::txn::{RedbRead, RedbWrite};
-use self::wal::{LogFile, Wal};
+use self::wal::{LogError, LogFile, Wal};
 use super::{Backend, ReadTxn, SpaceGiven, WriteTxn, WriterExclusion};
 use crate::error::StorageError;
 
@@ -206,4 +206,12 @@ fn storage(e: impl Into<redb::Error>) -> StorageError {
 
 fn meta_value(meta: &impl ReadableTable<&'static str, u64>, name: &str) -> Result<u64, StorageError> {
     Ok(meta.get(name).map_err(storage)?.map_or(0, |g| g.value()))
+}
+
+fn log_error(path: &Path, error: LogError) -> StorageError {
+    match error {
+        LogError::Io(e) => StorageError::Io(format!("{}: {e}", path.display())),
+        LogError::Corrupt(message) => StorageError::Corrupt(message),
+        LogError::MaybeWritten(e) => StorageError::OutcomeUnknown(format!("{}: {e}", path.display())),
+    }
 }

@@ -10,8 +10,8 @@ use redb::{Database, Durability};
 use super::checkpoint::durable_commit;
 use super::identity::{Distrust, Stored};
 use super::txn::RedbWrite;
-use super::wal::{LogError, Wal};
-use super::{META, META_WAL_LSN, RedbBackend, storage};
+use super::wal::Wal;
+use super::{META, META_WAL_LSN, RedbBackend, log_error, storage};
 use super::{failpoint, identity, logged, wal};
 use crate::error::StorageError;
 
@@ -48,14 +48,6 @@ pub(super) fn set_aside(log: &Path) -> Result<PathBuf, StorageError> {
     std::fs::rename(log, &aside)
         .map_err(|e| StorageError::Io(format!("cannot move {} aside to {}: {e}", log.display(), aside.display())))?;
     Ok(aside)
-}
-
-pub(super) fn log_error(path: &Path, error: LogError) -> StorageError {
-    match error {
-        LogError::Io(e) => StorageError::Io(format!("{}: {e}", path.display())),
-        LogError::Corrupt(message) => StorageError::Corrupt(message),
-        LogError::MaybeWritten(e) => StorageError::OutcomeUnknown(format!("{}: {e}", path.display())),
-    }
 }
 
 impl RedbBackend {

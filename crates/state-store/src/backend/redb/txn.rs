@@ -10,13 +10,12 @@ use state_core::ops::history::KeyFilter;
 use state_core::{Entry, Event, UnixMillis};
 
 use super::logged::Calls;
-use super::recovery::log_error;
 use super::space::add_freed;
 use super::unpublished::{HeldLog, Logged};
 use super::wal::LogError;
 use super::{
     ENTRIES, EVENTS, EXPIRY, KEY_EVENTS, Log, META, META_COMPACTED, META_REVISION, META_WAL_LSN, RECORDS, RedbBackend,
-    meta_value, storage, table_for,
+    log_error, meta_value, storage, table_for,
 };
 use super::{codec, failpoint};
 use crate::backend::{Order, ReadTxn, Unpublished, WriteTxn};
