@@ -8,7 +8,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
@@ -89,15 +89,9 @@ impl HttpServer {
     pub fn terminate(&mut self) -> Result<ExitStatus> {
         let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status()?;
         anyhow::ensure!(status.success(), "kill -TERM failed");
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            if let Some(status) = self.child.try_wait()? {
-                return Ok(status);
-            }
-            if Instant::now() > deadline {
-                bail!("state-http did not stop after SIGTERM; stderr:\n{}", self.stderr());
-            }
-            thread::sleep(Duration::from_millis(10));
+        match crate::wait::within(TIMEOUT, || self.child.try_wait().transpose()) {
+            Some(status) => Ok(status?),
+            None => bail!("state-http did not stop after SIGTERM; stderr:\n{}", self.stderr()),
         }
     }
 }
@@ -119,21 +113,16 @@ pub fn run_to_exit(program: &Path, args: &[&str], env: &[(&str, &str)]) -> Resul
         command.env(k, v);
     }
     let mut child = command.spawn()?;
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            let mut stderr = String::new();
-            if let Some(mut pipe) = child.stderr.take() {
-                pipe.read_to_string(&mut stderr)?;
-            }
-            return Ok((status, stderr));
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            bail!("{} kept running; it was expected to exit", program.display());
-        }
-        thread::sleep(Duration::from_millis(10));
+    let Some(status) = crate::wait::within(TIMEOUT, || child.try_wait().transpose()) else {
+        let _ = child.kill();
+        bail!("{} kept running; it was expected to exit", program.display());
+    };
+    let status = status?;
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        pipe.read_to_string(&mut stderr)?;
     }
+    Ok((status, stderr))
 }
 
 /// One HTTP exchange's answer.

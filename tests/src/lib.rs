@@ -11,6 +11,7 @@ mod mcp_client;
 pub mod readme;
 pub mod sdk;
 pub mod soak;
+pub mod wait;
 
 pub use http::{HttpClient, HttpResponse, HttpServer, SseEvent, SseStream, run_to_exit};
 pub use mcp_client::{McpClient, ProtocolEra, ToolResult, Wiring, result_of, tool_result};

@@ -6,7 +6,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
@@ -377,28 +377,24 @@ impl McpClient {
 
     /// Waits for the process to exit on its own (for servers expected to refuse to start).
     pub fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let status = match &mut self.server {
-                Server::Process(child) => child.try_wait()?,
+        let server = &mut self.server;
+        let exited = crate::wait::within(timeout, || -> Option<Result<ExitStatus>> {
+            let clean = || std::os::unix::process::ExitStatusExt::from_raw(0);
+            match server {
+                Server::Process(child) => child.try_wait().map_err(Into::into).transpose(),
                 Server::InProcess { serving, .. } => match serving.take_if(|s| s.is_finished()) {
-                    Some(serving) => {
-                        serving.join().map_err(|_| anyhow!("the server in this process panicked"))?;
-                        Some(std::os::unix::process::ExitStatusExt::from_raw(0))
-                    }
-                    None if serving.is_none() => Some(std::os::unix::process::ExitStatusExt::from_raw(0)),
+                    Some(serving) => Some(
+                        serving.join().map(|()| clean()).map_err(|_| anyhow!("the server in this process panicked")),
+                    ),
+                    None if serving.is_none() => Some(Ok(clean())),
                     None => None,
                 },
-            };
-            if let Some(status) = status {
-                self.drain_stderr();
-                return Ok(status);
             }
-            if Instant::now() > deadline {
-                bail!("process still running after {timeout:?}");
-            }
-            thread::sleep(Duration::from_millis(5));
-        }
+        });
+        let Some(status) = exited else { bail!("process still running after {timeout:?}") };
+        let status = status?;
+        self.drain_stderr();
+        Ok(status)
     }
 }
 
@@ -422,6 +418,7 @@ impl Watchdog {
         let watcher = dog.clone();
         thread::spawn(move || {
             while !watcher.done.load(Ordering::Relaxed) {
+                // A timer by nature: it looks at the pending read's deadline a few times a second.
                 thread::sleep(Duration::from_millis(100));
                 let deadline = watcher.deadline.load(Ordering::Relaxed);
                 if deadline != 0 && epoch_millis() > deadline {

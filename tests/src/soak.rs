@@ -291,6 +291,7 @@ pub fn run(config: &SoakConfig) -> Result<SoakReport> {
     let started = Instant::now();
     let mut samples = Vec::new();
     while started.elapsed() < config.duration {
+        // A sample every `every`: the soak measures over time.
         thread::sleep(config.every.min(config.duration.saturating_sub(started.elapsed())));
         let stdio = stdio_pids.iter().map(|pid| usage(*pid)).fold(Usage::default(), add);
         samples.push(Sample {

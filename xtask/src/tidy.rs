@@ -216,6 +216,46 @@ fn unsafe_code_lives_in_one_file() {
     assert!(manifest.contains("unsafe_code = \"deny\""), "the workspace denies unsafe code");
 }
 
+/// Tests wait for what they wait for (`state_e2e::wait::until`), not for time: a sleep in a
+/// test is an exception that says why on its line or the three before it, and there are few.
+#[test]
+fn tests_sleep_rarely_and_say_why() {
+    const MOST: usize = 20;
+    let mut dirs: Vec<std::path::PathBuf> = std::fs::read_dir(root().join("crates"))
+        .expect("crates")
+        .map(|entry| entry.expect("entry").path().join("tests"))
+        .filter(|dir| dir.is_dir())
+        .collect();
+    dirs.push(root().join("tests/src"));
+    let mut sleeps = Vec::new();
+    for path in dirs.iter().flat_map(|dir| rust_files(dir)) {
+        // The benchmark paces its load on purpose; it is not a test.
+        if path.components().any(|c| c.as_os_str() == "state-bench") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("test source");
+        let lines: Vec<&str> = text.lines().collect();
+        for (n, line) in lines.iter().enumerate() {
+            if !line.contains("sleep(") || line.trim_start().starts_with("//") {
+                continue;
+            }
+            let place = format!("{}:{}", path.strip_prefix(root()).unwrap_or(&path).display(), n + 1);
+            let said = lines[n.saturating_sub(3)..=n].iter().any(|l| l.contains("//"));
+            assert!(
+                said,
+                "{place}: a sleep in a test says why (a comment on it or just above), or waits for an event instead (state_e2e::wait::until)"
+            );
+            sleeps.push(place);
+        }
+    }
+    assert!(
+        sleeps.len() <= MOST,
+        "{} sleeps in tests, more than {MOST}: wait for the event instead (state_e2e::wait::until)\n{}",
+        sleeps.len(),
+        sleeps.join("\n")
+    );
+}
+
 fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).expect("readable dir") {

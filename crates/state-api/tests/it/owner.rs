@@ -175,6 +175,7 @@ async fn an_idle_owner_closes_the_database() {
     let serving = tokio::spawn(owner.serve(std::future::pending()));
     let api = place.join(Options::default(), Duration::from_secs(5)).await;
     call(&api, Operation::StateSet, json!({"key": "k", "value": 7})).await;
+    // Three idle periods pass, which is the point: a connected client keeps it up through them.
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert!(!serving.is_finished(), "a connected client keeps the owner up");
     api.close().await;

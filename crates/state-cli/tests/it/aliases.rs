@@ -17,13 +17,8 @@ fn kill_owner(place: &Place) {
     let pid = owner_pid(place);
     let status = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
     assert!(status.success());
-    for _ in 0..200 {
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
-    panic!("owner {pid} outlived SIGKILL");
+    let what = format!("owner {pid} to die of SIGKILL");
+    state_e2e::wait::until(&what, std::time::Duration::from_secs(5), || state_e2e::wait::process_gone(pid as u32));
 }
 
 #[test]

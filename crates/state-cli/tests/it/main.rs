@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use state_e2e::{HttpServer, McpClient, ProtocolEra};
+use state_e2e::{HttpServer, McpClient, ProtocolEra, wait};
 
 mod aliases;
 mod transfer;
@@ -489,17 +489,15 @@ fn a_backup_taken_under_writes_holds_exactly_the_writes_up_to_its_revision() {
             agent.shutdown().unwrap();
         })
     };
-    while acked.lock().unwrap().len() < 200 {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait::until("200 acknowledged writes", std::time::Duration::from_secs(60), || acked.lock().unwrap().len() >= 200);
     let before_backup: Vec<(String, u64)> = acked.lock().unwrap().clone();
     let file = p.dir.path().join("backup.redb");
     let taken = p.json(&["backup", file.to_str().unwrap()], 0);
     // Writes go on after it; then stop.
     let after = acked.lock().unwrap().len();
-    while acked.lock().unwrap().len() < after + 200 {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait::until("200 more acknowledged writes", std::time::Duration::from_secs(60), || {
+        acked.lock().unwrap().len() >= after + 200
+    });
     stop.store(true, Ordering::SeqCst);
     writer.join().unwrap();
     let revision = taken["revision"].as_u64().unwrap();
@@ -582,13 +580,10 @@ fn statectl_against_a_stopped_owner_replaces_it_and_succeeds() {
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     assert_eq!(serde_json::from_str::<Value>(&stdout).unwrap()["value"], 1);
     // The stopped owner was asked to stop (with SIGCONT, so it hears it) and is gone.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    while Path::new(&format!("/proc/{hung}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{hung}/stat")).unwrap_or_default().contains(") Z")
-    {
-        assert!(std::time::Instant::now() < deadline, "the stopped owner {hung} is still there");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let pid: u32 = hung.parse().unwrap();
+    wait::until(&format!("the stopped owner {hung} to be gone"), std::time::Duration::from_secs(15), || {
+        wait::process_gone(pid)
+    });
 }
 
 /// The database file deleted while its owner idles (a user starting over): the owner, still
@@ -703,11 +698,10 @@ fn doctor_opens_what_it_checks_and_fails_on_what_would_stop_a_command() {
     let note = std::fs::read_to_string(p.db.with_file_name("s.redb.holder")).unwrap();
     let owner = serde_json::from_str::<Value>(&note).unwrap()["pid"].as_u64().unwrap().to_string();
     assert!(Command::new("kill").args(["-9", &owner]).status().unwrap().success());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while Path::new(&format!("/proc/{owner}")).exists() {
-        assert!(std::time::Instant::now() < deadline);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let pid: u32 = owner.parse().unwrap();
+    wait::until(&format!("owner {owner} to die of SIGKILL"), std::time::Duration::from_secs(10), || {
+        wait::process_gone(pid)
+    });
     // Killed: not closed cleanly, and that is fine; its log is sound and says what it holds.
     let crashed = p.run(&["doctor"]);
     assert_eq!(crashed.code, 0, "{}", crashed.stdout);

@@ -2,7 +2,7 @@
 //! and the screen is read back, including a change another process makes while it runs.
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{Place, statectl};
 
@@ -48,15 +48,16 @@ impl Tmux {
 
     /// Waits (10 s at most) until the screen shows every part; the screen when it does.
     fn wait_for(&self, parts: &[&str]) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
+        let mut last = String::new();
+        state_e2e::wait::within(Duration::from_secs(10), || {
             let screen = self.screen();
             if parts.iter().all(|p| screen.contains(p)) {
-                return screen;
+                return Some(screen);
             }
-            assert!(Instant::now() < deadline, "the screen never showed {parts:?}:\n{screen}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            last = screen;
+            None
+        })
+        .unwrap_or_else(|| panic!("the screen never showed {parts:?}:\n{last}"))
     }
 
     fn alternate_screen(&self) -> bool {

@@ -10,7 +10,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -28,19 +27,14 @@ pub(crate) fn chromium() -> Option<PathBuf> {
     found
 }
 
-/// Serves `html` for every request on a port of its own, for 30 seconds: the attacker's site.
+/// Serves `html` for every request on a port of its own until the test ends: the attacker's
+/// site.
 fn serve_page(html: String) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    listener.set_nonblocking(true).unwrap();
     std::thread::spawn(move || {
-        let until = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < until {
-            let Ok((stream, _)) = listener.accept() else {
-                std::thread::sleep(Duration::from_millis(10));
-                continue;
-            };
-            let _ = stream.set_nonblocking(false);
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
             let mut reader = BufReader::new(&stream);
             let mut line = String::new();
             while reader.read_line(&mut line).is_ok_and(|n| n > 2) {

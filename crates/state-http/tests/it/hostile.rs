@@ -7,6 +7,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use state_e2e::wait;
 
 use crate::{Place, expect, problem};
 
@@ -158,14 +159,7 @@ fn when_every_connection_is_busy_a_newcomer_gets_503_at_once() {
     assert!(started.elapsed() < Duration::from_secs(5));
     drop(streams);
     // Once they go, service resumes.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if http.get("/healthz").unwrap().status == 200 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the server never recovered");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait::until("the server to recover", Duration::from_secs(10), || http.get("/healthz").unwrap().status == 200);
 }
 
 #[test]
@@ -460,10 +454,8 @@ fn watchers_that_stop_reading_a_busy_stream_are_cut_off() {
     for i in 0..17 {
         expect(&http.request("PUT", &format!("/v1/kv/big/{i}"), &[], Some(value.as_bytes())).unwrap(), 200);
     }
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while open_files(server.pid()) + 4 > with_them {
-        assert!(Instant::now() < deadline, "watchers that stopped reading still hold their connections");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::until("the watchers that stopped reading to lose their connections", Duration::from_secs(20), || {
+        open_files(server.pid()) + 4 <= with_them
+    });
     drop(stalled);
 }

@@ -85,11 +85,7 @@ fn sigterm_during_writes_loses_nothing_acknowledged() {
             })
         })
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while count.load(Ordering::SeqCst) < 200 {
-        assert!(Instant::now() < deadline, "writes are not flowing");
-        thread::sleep(Duration::from_millis(5));
-    }
+    state_e2e::wait::until("200 writes to flow", Duration::from_secs(60), || count.load(Ordering::SeqCst) >= 200);
     let status = server.terminate().unwrap();
     assert!(status.success(), "{status:?}: {}", server.stderr());
     for writer in writers {
@@ -251,11 +247,8 @@ fn the_systemd_units_run_a_lasting_owner_and_a_server_that_joins_it() {
         .spawn()
         .unwrap();
     let db = home.join(".local/share/state/state.redb");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while state_api::database_holder(&db).is_none() {
-        assert!(std::time::Instant::now() < deadline, "the owner unit's command never held {}", db.display());
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let what = format!("the owner unit's command to hold {}", db.display());
+    state_e2e::wait::until(&what, std::time::Duration::from_secs(10), || state_api::database_holder(&db).is_some());
     // The server unit, on a free port instead of 7478.
     let http = unit_command("state-http.service", &home);
     let args: Vec<String> = http[1..].iter().map(|a| a.replace("127.0.0.1:7478", "127.0.0.1:0")).collect();
@@ -293,6 +286,7 @@ fn servers_stopped_together_leave_no_owner_behind() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
     while std::time::Instant::now() < deadline {
         assert_eq!(state_api::database_holder(&place.db), None, "an owner was left holding the database");
+        // Nothing should happen for these seconds: time passing is what is tested.
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }

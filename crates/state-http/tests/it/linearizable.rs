@@ -365,9 +365,9 @@ fn run_seed(seed: u64, ops_per_client: usize, txns: bool) -> (usize, usize) {
     // The owner is killed twice while the clients run, a third and two thirds of the way.
     let mut killed = Vec::new();
     for fraction in [3, 3 * 2] {
-        while done.load(Ordering::SeqCst) < total * fraction / 9 {
-            thread::sleep(std::time::Duration::from_millis(5));
-        }
+        let target = total * fraction / 9;
+        let what = format!("{target} operations done");
+        state_e2e::wait::until(&what, std::time::Duration::from_secs(120), || done.load(Ordering::SeqCst) >= target);
         let pid = owner_pid();
         let status = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
         assert!(status.success());

@@ -63,17 +63,10 @@ fn one_tokens_watch_flood_is_capped_and_locks_nobody_else_out() {
     drop(theirs);
     // A watch that ends gives its place back.
     drop(open.pop());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match reader.stream("/v1/watch?prefix=team-a/", &[]) {
-            Ok(stream) => {
-                open.push(stream);
-                break;
-            }
-            Err(e) => assert!(Instant::now() < deadline, "the place was never given back: {e}"),
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let stream = state_e2e::wait::until_some("the watch's place to be given back", Duration::from_secs(10), || {
+        reader.stream("/v1/watch?prefix=team-a/", &[]).ok()
+    });
+    open.push(stream);
 }
 
 /// Starts a request whose body never finishes arriving.
@@ -111,8 +104,8 @@ fn one_tokens_requests_in_flight_are_capped_and_others_are_served() {
     let mut held: Vec<TcpStream> = (0..3).map(|_| hold()).collect();
     // The trickles are in flight once their headers are read: wait until the fourth is refused.
     let reader = server.client().with_token(crate::READER);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let mut last = String::new();
+    state_e2e::wait::within(Duration::from_secs(10), || {
         // A probe can take a place before the last trickle's headers are read, and that
         // trickle is then the one refused: one already answered is replaced.
         for socket in &mut held {
@@ -123,15 +116,16 @@ fn one_tokens_requests_in_flight_are_capped_and_others_are_served() {
             }
         }
         let response = reader.get("/v1/kv/team-a/x").unwrap();
-        if response.status == 429 {
-            let body = problem(&response, 429, "too_many_requests");
-            assert!(body["detail"].as_str().unwrap().contains("3 requests in flight"), "{body}");
-            assert_eq!(response.header("retry-after"), Some("1"));
-            break;
+        if response.status != 429 {
+            last = response.text();
+            return None;
         }
-        assert!(Instant::now() < deadline, "the fourth request was served: {}", response.text());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        let body = problem(&response, 429, "too_many_requests");
+        assert!(body["detail"].as_str().unwrap().contains("3 requests in flight"), "{body}");
+        assert_eq!(response.header("retry-after"), Some("1"));
+        Some(())
+    })
+    .unwrap_or_else(|| panic!("the fourth request was served: {last}"));
     let team = server.client().with_token(crate::TEAM_A);
     expect(&team.json("PUT", "/v1/kv/team-a/y", &json!(2)).unwrap(), 200);
     drop(held);

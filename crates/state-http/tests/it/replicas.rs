@@ -101,14 +101,13 @@ fn cas_workload(replicas: &[Replica], keys: &[String], clients: usize, attempts:
                 for attempt in 0..attempts {
                     assert!(Instant::now() < deadline, "the workload did not finish in time");
                     let key = &keys[(i + attempt) % keys.len()];
-                    let Ok(read) = replica.client().get(&format!("/v1/kv/{key}")) else {
+                    let read = replica.client().get(&format!("/v1/kv/{key}")).ok().filter(|r| r.status == 200);
+                    let Some(read) = read else {
+                        // The replica is down or lost the database a moment (the faults these
+                        // tests make): a client pauses before it tries again.
                         thread::sleep(Duration::from_millis(20));
                         continue;
                     };
-                    if read.status != 200 {
-                        thread::sleep(Duration::from_millis(20));
-                        continue;
-                    }
                     let read = read.json();
                     let (version, n) = (read["version"].as_u64().unwrap(), read["value"]["n"].as_u64().unwrap());
                     let body = json!({"n": n + 1}).to_string();
@@ -231,13 +230,9 @@ fn finished(workload: thread::JoinHandle<Tally>, fault: &str) -> Tally {
     tally
 }
 
-/// Waits, ten milliseconds at a time and at most [`PATIENCE`], until `done` says so.
+/// Waits, at most [`PATIENCE`], until `done` says so.
 fn wait_until(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !done() {
-        assert!(Instant::now() < deadline, "waited too long for {what}");
-        thread::sleep(Duration::from_millis(10));
-    }
+    state_e2e::wait::until(what, PATIENCE, done);
 }
 
 /// Waits until the store behind `server` has committed `writes` more revisions: whatever
@@ -252,8 +247,10 @@ fn under_way(server: &HttpServer, writes: u64) {
 fn kill_and_restart(store: &Store, replica: &mut HttpServer) -> HttpServer {
     replica.kill().unwrap();
     let address = replica.addr.to_string();
-    thread::sleep(Duration::from_millis(200));
-    store.replica(&["--listen", address.as_str()])
+    let args = store.args(&store.url, &["--listen", address.as_str()]);
+    state_e2e::wait::until_some("the replica to listen on its address again", PATIENCE, || {
+        HttpServer::start(binary(), &args, &[]).ok()
+    })
 }
 
 fn counter_keys(n: usize) -> Vec<String> {
@@ -580,11 +577,10 @@ fn watched_with_resume(replica: &Replica, prefix: &str, last: u64) -> Vec<(u64, 
     let deadline = Instant::now() + PATIENCE;
     while at < last {
         assert!(Instant::now() < deadline, "the watch did not reach revision {last}");
-        let Ok(mut stream) = replica.client().stream(&format!("/v1/watch?prefix={prefix}&from_revision={at}"), &[])
-        else {
-            thread::sleep(Duration::from_millis(100));
-            continue;
-        };
+        let path = format!("/v1/watch?prefix={prefix}&from_revision={at}");
+        let mut stream = state_e2e::wait::until_some("the watch to open again", PATIENCE, || {
+            replica.client().stream(&path, &[]).ok()
+        });
         loop {
             stream.set_timeout(PATIENCE).unwrap();
             let Ok(Some(event)) = stream.next_event() else { break };
@@ -652,6 +648,7 @@ fn leases_across_replicas_grant_one_holder_at_a_time_and_fence_stale_tokens() {
                     let ask = json!({"resource_id": "db/migrate", "holder_id": holder, "ttl_seconds": 30});
                     let answer = http.json("POST", "/v1/leases:acquire", &ask).unwrap();
                     if answer.status == 409 {
+                        // Held by another: a contender pauses before it asks again.
                         thread::sleep(Duration::from_millis(5));
                         continue;
                     }
@@ -713,18 +710,17 @@ fn a_retry_through_another_replica_returns_the_first_result_and_writes_once() {
 /// careful client does when a replica or the database goes away under it: a retry of a call
 /// that did commit gets its first result. Returns the answer and how many tries failed.
 fn until_answered(replica: &Replica, key: &str, path: &str, args: &Value) -> (state_e2e::HttpResponse, u32) {
-    let deadline = Instant::now() + PATIENCE * 2;
     let mut failed = 0;
-    loop {
-        assert!(Instant::now() < deadline, "{path} never got an answer");
+    let answer = state_e2e::wait::until_some(&format!("{path} to get an answer"), PATIENCE * 2, || {
         match replica.client().with_header("Idempotency-Key", key).json("POST", path, args) {
-            Ok(answer) if answer.status != 503 && answer.status != 500 => return (answer, failed),
+            Ok(answer) if answer.status != 503 && answer.status != 500 => Some(answer),
             _ => {
                 failed += 1;
-                thread::sleep(Duration::from_millis(50));
+                None
             }
         }
-    }
+    });
+    (answer, failed)
 }
 
 #[test]
@@ -837,15 +833,12 @@ fn health_counts_the_replicas_on_the_store_and_each_ones_watchers() {
     let mut second = store.replica(&[]);
     let health = |replica: &HttpServer| expect(&replica.client().get("/v1/health").unwrap(), 200);
     let until = |replica: &HttpServer, what: &str, field: &str, wanted: u64| {
-        let started = Instant::now();
-        loop {
-            let seen = health(replica)[field].as_u64();
-            if seen == Some(wanted) {
-                return;
-            }
-            assert!(started.elapsed() < PATIENCE, "{what}: {field} stayed {seen:?}, not {wanted}");
-            thread::sleep(Duration::from_millis(50));
-        }
+        let mut seen = None;
+        state_e2e::wait::within(PATIENCE, || {
+            seen = health(replica)[field].as_u64();
+            (seen == Some(wanted)).then_some(())
+        })
+        .unwrap_or_else(|| panic!("{what}: {field} stayed {seen:?}, not {wanted}"));
     };
     // Each has written (its pool is open) before it is counted.
     for (i, replica) in [&first, &second].iter().enumerate() {

@@ -182,14 +182,9 @@ fn every_error_class_is_a_problem_document() {
     for i in 0..400 {
         http.request("PUT", "/v1/kv/churn", &[], Some(i.to_string().as_bytes())).unwrap();
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let compacted = loop {
-        let response = http.get("/v1/history?since_revision=1").unwrap();
-        if response.status == 410 || std::time::Instant::now() > deadline {
-            break response;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let compacted = state_e2e::wait::until_some("history to be compacted", std::time::Duration::from_secs(20), || {
+        Some(http.get("/v1/history?since_revision=1").unwrap()).filter(|response| response.status == 410)
+    });
     let gone = problem(&compacted, 410, "compacted");
     assert!(gone["compacted_revision"].as_u64().unwrap() > 1, "{gone}");
     // The seam route answers an unknown operation with 404, and an operation with a reply.

@@ -5,9 +5,10 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
+use state_e2e::wait;
 
 use crate::{Place, expect};
 
@@ -63,19 +64,13 @@ fn a_mostly_deleted_store_shrinks_its_file_while_serving_and_keeps_every_acknowl
             acknowledged
         })
     };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while file_size(&place) * 4 > grown {
-        assert!(Instant::now() < deadline, "the file never shrank: {} of {grown} bytes", file_size(&place));
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::until("the file to shrink to a quarter", Duration::from_secs(60), || file_size(&place) * 4 <= grown);
     let shrunk = file_size(&place);
     // Writes go on after the compaction; then the owner dies without a chance to close.
     let at_shrink = written.load(Ordering::SeqCst);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while written.load(Ordering::SeqCst) < at_shrink + 20 {
-        assert!(Instant::now() < deadline, "writes stopped after the file shrank");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait::until("20 more writes after the file shrank", Duration::from_secs(10), || {
+        written.load(Ordering::SeqCst) >= at_shrink + 20
+    });
     server.kill().unwrap();
     let acknowledged = writer.join().unwrap();
     let log = server.stderr();

@@ -3,7 +3,10 @@
 //! let through, other tenants write on, and the limit holds on every server of the store
 //! (two PostgreSQL replicas measure the one store), each server keeping its own figure.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
+use state_e2e::wait;
 
 use crate::replicas::Store;
 use crate::{ADMIN, Place, TEAM_A, TEAM_B, expect, problem};
@@ -56,18 +59,15 @@ fn a_tenant_at_its_key_quota_may_only_make_room_and_others_write_on() {
     // Removing makes room within moments: the figure is measured again as soon as twenty
     // times its last scan's time has passed (until then a write is refused on the estimate).
     expect(&server.client().with_token(TEAM_B).request("DELETE", "/v1/kv/team-b/k0", &[], None).unwrap(), 200);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let mut refused = 3;
-    loop {
+    wait::until("the room made to be seen", Duration::from_secs(10), || {
         let response = put(&server, TEAM_B, "team-b/k5", &json!(5));
-        if response.status == 200 {
-            break;
+        if response.status != 200 {
+            problem(&response, 429, "quota_exceeded");
+            refused += 1;
         }
-        problem(&response, 429, "quota_exceeded");
-        refused += 1;
-        assert!(std::time::Instant::now() < deadline, "the room made was never seen");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+        response.status == 200
+    });
     problem(&put(&server, TEAM_B, "team-b/k6", &json!(6)), 429, "quota_exceeded");
     refused += 1;
 
@@ -124,17 +124,15 @@ fn a_byte_quota_counts_values_and_named_records() {
 /// Writes `key` as team-b until a write is refused for its storage quota: once the figure is
 /// measured again (within a second or two), it is. The refusal's problem document.
 fn refused_soon(server: &state_e2e::HttpServer, key: &str) -> Value {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
+    // Each try overwrites the one key: it adds at most that key while the figure ages.
+    wait::until_some("a write refused for the quota", Duration::from_secs(10), || {
         let response = put(server, TEAM_B, key, &json!(1));
         match response.status {
-            429 => return problem(&response, 429, "quota_exceeded"),
-            200 => assert!(std::time::Instant::now() < deadline, "never refused: {}", response.text()),
+            429 => Some(problem(&response, 429, "quota_exceeded")),
+            200 => None,
             other => panic!("unexpected {other}: {}", response.text()),
         }
-        // Each try overwrites the one key: it adds at most that key while the figure ages.
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
+    })
 }
 
 /// Two replicas on one PostgreSQL store: what one let in counts on the other, since each
@@ -155,15 +153,10 @@ fn a_storage_quota_holds_across_replicas() {
         let refused = refused_soon(server, "team-b/more");
         assert!(refused["detail"].as_str().unwrap().contains("of its 4"), "{refused}");
         // Its health measures the store once a scan is due again: the other's keys are in it.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
+        wait::until("health to count the other replica's keys", Duration::from_secs(10), || {
             let health = expect(&server.client().with_token(TEAM_B).get("/v1/health").unwrap(), 200);
-            if health["storage"]["keys"].as_u64().unwrap() >= 4 {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "{health}");
-            std::thread::sleep(std::time::Duration::from_millis(25));
-        }
+            health["storage"]["keys"].as_u64().unwrap() >= 4
+        });
     }
     expect(&put(&second, TEAM_A, "team-a/free", &json!(1)), 200);
 }

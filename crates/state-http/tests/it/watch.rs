@@ -187,19 +187,12 @@ fn a_compacted_start_is_gone_and_names_the_oldest_revision() {
         put(&http, "churn", json!(i));
     }
     // Compaction catches up in steps; wait until it keeps only the last 2 of 400 revisions.
-    let deadline = std::time::Instant::now() + PATIENCE;
-    let body = loop {
-        if let Err(error) = http.stream("/v1/watch?key=churn&from_revision=1", &[]) {
-            let error = error.to_string();
-            assert!(error.starts_with("410"), "{error}");
-            let body: Value = serde_json::from_str(error.split_once(' ').unwrap().1).unwrap();
-            if body["compacted_revision"] == 398 {
-                break body;
-            }
-        }
-        assert!(std::time::Instant::now() < deadline, "history was never compacted to revision 398");
-        thread::sleep(Duration::from_millis(50));
-    };
+    let body = state_e2e::wait::until_some("history compacted to revision 398", PATIENCE, || {
+        let error = http.stream("/v1/watch?key=churn&from_revision=1", &[]).err()?.to_string();
+        assert!(error.starts_with("410"), "{error}");
+        let body: Value = serde_json::from_str(error.split_once(' ').unwrap().1).unwrap();
+        (body["compacted_revision"] == 398).then_some(body)
+    });
     assert_eq!(body["code"], "compacted", "{body}");
     assert!(body["detail"].as_str().unwrap().contains("revision 2 is no longer available"), "{body}");
     let oldest = body["compacted_revision"].as_u64().unwrap();

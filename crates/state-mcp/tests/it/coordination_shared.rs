@@ -232,11 +232,9 @@ fn eight_workers_drain_a_queue_through_an_owner_kill() {
         .collect();
 
     // Kill the owner once the workers are well into the queue; the next call starts another.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while processed.lock().unwrap().len() < 50 {
-        assert!(std::time::Instant::now() < deadline, "the workers made no progress");
-        thread::sleep(std::time::Duration::from_millis(5));
-    }
+    state_e2e::wait::until("50 messages processed", std::time::Duration::from_secs(60), || {
+        processed.lock().unwrap().len() >= 50
+    });
     let pid = owner_pid(&mut producer);
     let status = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
     assert!(status.success());

@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use serde_json::json;
-use state_e2e::{McpClient, ProtocolEra};
+use state_e2e::{McpClient, ProtocolEra, wait};
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode() & 0o777
@@ -53,12 +53,6 @@ fn owner_pid(client: &mut McpClient) -> u32 {
     health.json()["owner"]["pid"].as_u64().unwrap() as u32
 }
 
-/// Whether a process is gone (or a zombie waiting to be reaped).
-fn gone(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map_or(true, |stat| stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
-}
-
 #[test]
 fn an_owner_that_is_alive_but_hung_is_replaced_and_nothing_is_applied_twice() {
     let place = crate::Place::new();
@@ -80,11 +74,8 @@ fn an_owner_that_is_alive_but_hung_is_replaced_and_nothing_is_applied_twice() {
     assert!(started.elapsed() < std::time::Duration::from_secs(15), "took {:?}", started.elapsed());
     let replacement = owner_pid(&mut client);
     assert_ne!(replacement, hung);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !gone(hung) {
-        assert!(std::time::Instant::now() < deadline, "the hung owner {hung} is still there");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let what = format!("the hung owner {hung} to be gone");
+    wait::until(&what, std::time::Duration::from_secs(10), || wait::process_gone(hung));
     assert!(client.stderr().contains("taking over"), "{}", client.stderr());
 
     // A process that starts while the owner is hung takes over at once too.
@@ -100,7 +91,7 @@ fn an_owner_that_is_alive_but_hung_is_replaced_and_nothing_is_applied_twice() {
     let read = client.call("state_get", json!({"key": "k"})).unwrap().json();
     assert_eq!((read["value"].as_i64(), read["version"].as_u64()), (Some(3), Some(3)), "{read}");
     for pid in [hung, replacement] {
-        if !gone(pid) {
+        if !wait::process_gone(pid) {
             signal(pid, "-KILL");
         }
     }

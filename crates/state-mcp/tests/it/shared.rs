@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use state_e2e::{McpClient, ProtocolEra, Wiring};
+use state_e2e::{McpClient, ProtocolEra, Wiring, wait};
 
 use crate::{Place, TestServer};
 
@@ -33,29 +33,14 @@ fn signal(pid: u32, signal: &str) {
     assert!(status.success(), "kill {signal} {pid}");
 }
 
-/// Whether a process is gone (or a zombie waiting to be reaped).
-fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
-}
-
 /// Waits (bounded) for a process to exit on its own.
-fn wait_gone(pid: u32, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if gone(pid) {
-            return true;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-    gone(pid)
+fn wait_gone(pid: u32, within: Duration) {
+    wait::until(&format!("process {pid} to exit"), within, || wait::process_gone(pid));
 }
 
 fn stop_owner(pid: u32) {
     signal(pid, "-TERM");
-    assert!(wait_gone(pid, Duration::from_secs(10)), "owner {pid} did not stop on SIGTERM");
+    wait_gone(pid, Duration::from_secs(10));
 }
 
 #[test]
@@ -127,7 +112,7 @@ fn the_owner_outlives_the_client_that_started_it() {
     ok(&mut starter, "state_set", json!({"key": "k", "value": 1}));
     starter.kill().unwrap();
 
-    assert!(!gone(pid), "killing the client that started the owner left the owner running");
+    assert!(!wait::process_gone(pid), "killing the client that started the owner left the owner running");
     assert_eq!(ok(&mut other, "state_get", json!({"key": "k"}))["value"], 1);
     let mut late = place.start(&[], ProtocolEra::Legacy);
     assert_eq!(owner_pid(&mut late), pid, "a later client joins the same owner");
@@ -223,15 +208,12 @@ fn killing_the_owner_mid_run_loses_nothing_and_applies_nothing_twice() {
     let kills = AtomicU64::new(0);
     let (count, conflicts) = count_together(8, 200, |done, watcher| {
         for target in [200, 600, 1000] {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while done.load(Ordering::SeqCst) < target {
-                assert!(Instant::now() < deadline, "no progress after {} kills", kills.load(Ordering::SeqCst));
-                thread::sleep(Duration::from_millis(2));
-            }
+            let what = format!("{target} increments, after {} kills", kills.load(Ordering::SeqCst));
+            wait::until(&what, Duration::from_secs(60), || done.load(Ordering::SeqCst) >= target);
             let pid = owner_pid(watcher);
             signal(pid, "-KILL");
             kills.fetch_add(1, Ordering::SeqCst);
-            assert!(wait_gone(pid, Duration::from_secs(10)));
+            wait_gone(pid, Duration::from_secs(10));
         }
     });
     assert_eq!(kills.load(Ordering::SeqCst), 3);
@@ -253,17 +235,14 @@ fn pipelined_writes_through_owner_kills_are_each_applied_once() {
     for _ in 0..6 {
         let before = ok(&mut watcher, "state_health", json!({}))["revision"].as_u64().unwrap();
         // Let writes flow, then kill the owner in the middle of them.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while ok(&mut watcher, "state_health", json!({}))["revision"].as_u64().unwrap() < before + 300 {
-            assert!(Instant::now() < deadline, "writes stopped flowing");
-            if writing.is_finished() {
-                break; // it failed: its panic is reported below
-            }
-            thread::sleep(Duration::from_millis(5));
-        }
+        wait::until("300 more revisions", Duration::from_secs(60), || {
+            // A writer that finished failed: its panic is reported below.
+            writing.is_finished()
+                || ok(&mut watcher, "state_health", json!({}))["revision"].as_u64().unwrap() >= before + 300
+        });
         let pid = owner_pid(&mut watcher);
         signal(pid, "-KILL");
-        assert!(wait_gone(pid, Duration::from_secs(10)));
+        wait_gone(pid, Duration::from_secs(10));
     }
     stop.store(true, Ordering::SeqCst);
     let (acked, mut writer) = writing.join().expect("the writer panicked");
@@ -352,7 +331,7 @@ fn an_idle_owner_exits_and_the_database_reopens_cleanly() {
     ok(&mut client, "state_set", json!({"key": "kept", "value": 42}));
     let pid = owner_pid(&mut client);
     client.shutdown().unwrap();
-    assert!(wait_gone(pid, Duration::from_secs(10)), "the owner did not exit after its idle period");
+    wait_gone(pid, Duration::from_secs(10));
 
     let log = std::fs::read_to_string(state_api::owner_log_path(&place.db)).unwrap();
     assert!(log.contains("owner stopped; database closed") && log.contains("Idle"), "{log}");
@@ -443,35 +422,49 @@ fn rustix_uid() -> u32 {
     state_api::current_uid()
 }
 
-/// A listener at the owner's socket path that answers like something else entirely.
-fn impostor(place: &Place, answer: &'static str) -> (Arc<AtomicBool>, thread::JoinHandle<()>) {
-    let rendezvous = state_api::Rendezvous::for_database(&place.db, Some(&place.runtime)).unwrap();
-    let listener = std::os::unix::net::UnixListener::bind(&rendezvous.socket).unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let stopping = stop.clone();
-    let handle = thread::spawn(move || {
-        while !stopping.load(Ordering::SeqCst) {
-            match listener.accept() {
-                Ok((mut stream, _)) => {
+/// A listener at the owner's socket path that answers like something else entirely, until
+/// stopped.
+struct Impostor {
+    stop: Arc<AtomicBool>,
+    socket: std::path::PathBuf,
+    handle: thread::JoinHandle<()>,
+}
+
+impl Impostor {
+    fn listen(place: &Place, answer: &'static str) -> Impostor {
+        let rendezvous = state_api::Rendezvous::for_database(&place.db, Some(&place.runtime)).unwrap();
+        let listener = std::os::unix::net::UnixListener::bind(&rendezvous.socket).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let handle = thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                if let Ok(mut stream) = stream {
                     use std::io::Write;
                     let _ = stream.write_all(answer.as_bytes());
                 }
-                Err(_) => thread::sleep(Duration::from_millis(5)),
             }
-        }
-    });
-    (stop, handle)
+        });
+        Impostor { stop, socket: rendezvous.socket, handle }
+    }
+
+    /// Stops listening: a connection of its own wakes the accept it waits in.
+    fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = std::os::unix::net::UnixStream::connect(&self.socket);
+        self.handle.join().unwrap();
+    }
 }
 
 #[test]
 fn something_else_listening_at_the_socket_is_refused() {
     let place = Place::new();
-    let (stop, handle) = impostor(&place, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+    let impostor = Impostor::listen(&place, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
     let mut client = place.spawn(&[]);
     assert!(!client.wait_exit(Duration::from_secs(15)).unwrap().success());
-    stop.store(true, Ordering::SeqCst);
-    handle.join().unwrap();
+    impostor.stop();
     let stderr = client.stderr();
     assert!(stderr.contains("something other than a state owner is listening at"), "{stderr}");
     assert!(stderr.contains("HTTP/1.1 400"), "says what it heard: {stderr}");
@@ -482,11 +475,10 @@ fn an_owner_of_another_wire_version_is_named_with_the_fix() {
     let place = Place::new();
     let old = r#"{"type":"refused","protocol":"state-owner","wire":99,"version":"9.9.9","pid":4242,"message":"wire mismatch"}
 "#;
-    let (stop, handle) = impostor(&place, old);
+    let impostor = Impostor::listen(&place, old);
     let mut client = place.spawn(&[]);
     assert!(!client.wait_exit(Duration::from_secs(15)).unwrap().success());
-    stop.store(true, Ordering::SeqCst);
-    handle.join().unwrap();
+    impostor.stop();
     let stderr = client.stderr();
     let ours = format!("speaks version {}", state_api::WIRE_VERSION);
     assert!(stderr.contains("wire version 99") && stderr.contains(&ours), "names both versions: {stderr}");

@@ -127,7 +127,9 @@ fn state_watch_returns_the_write_another_process_makes() {
         .unwrap();
     // Wait until the watch is in place: a write before it would be returned too (it starts
     // from `after_revision`), so this only makes the test exercise the wake-up path.
-    std::thread::sleep(Duration::from_millis(200));
+    state_e2e::wait::until("the worker's watch to be in place", Duration::from_secs(10), || {
+        ok(&mut planner, "state_health", json!({}))["watchers"].as_u64() >= Some(1)
+    });
     let written = ok(&mut planner, "state_set", json!({"key": "plan/final", "value": {"steps": 3}}));
     let answer = tool_result(result_of(worker.wait_response(waiting).unwrap()).unwrap()).unwrap();
     assert!(!answer.is_error, "{}", answer.text);

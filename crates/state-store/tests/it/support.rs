@@ -100,3 +100,14 @@ impl Drop for DropSchema {
         .join();
     }
 }
+
+/// Returns once `done` says so, looking again every few milliseconds; panics, naming `what`,
+/// if it has not within `patience`. The one place these tests poll.
+pub(crate) async fn until(what: &str, patience: std::time::Duration, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + patience;
+    while !done().await {
+        assert!(tokio::time::Instant::now() < deadline, "waited {patience:?} for {what}, in vain");
+        // The poll itself: this is the one place these tests wait.
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+}

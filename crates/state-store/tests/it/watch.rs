@@ -108,9 +108,8 @@ fn check_watchers(seed_ops: Vec<Vec<u8>>, starts: Vec<(usize, u8)>) {
         let mut watches = Vec::new();
         for (i, (selection, back)) in starts.iter().enumerate() {
             let progress = (total * (i + 1) / (starts.len() + 1) / 2) as u64;
-            while store.revision().await < progress && !writers.iter().all(|w| w.is_finished()) {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
+            let under_way = async || store.revision().await >= progress || writers.iter().all(|w| w.is_finished());
+            crate::support::until("the writers to get under way", Duration::from_secs(60), under_way).await;
             let current = store.revision().await;
             let start = current.saturating_sub(u64::from(*back) % (current + 1));
             let request = WatchRequest { after_revision: Some(start), ..selections()[selection % 5].clone() };
@@ -315,11 +314,8 @@ async fn keys_expiring_a_millisecond_apart_are_swept_in_a_few_commits_not_one_ea
     }
     let before = engine.batch_stats().commits;
     // The last expires 0.6 s after the first was written; wait for every expiry to be swept.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while engine.health().await.unwrap().keys != Some(0) {
-        assert!(tokio::time::Instant::now() < deadline, "the keys were never swept");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let swept = async || engine.health().await.unwrap().keys == Some(0);
+    crate::support::until("every key to be swept", Duration::from_secs(30), swept).await;
     let sweeps = engine.batch_stats().commits - before;
     assert!(sweeps <= 12, "{keys} staggered expiries took {sweeps} sweep commits");
 }

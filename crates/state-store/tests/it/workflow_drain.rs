@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use state_core::ops::history::{HistoryKind, HistoryOp, HistoryRequest};
@@ -77,6 +77,7 @@ async fn sixteen_workers_drain_runs_through_crashes() {
         let (store, done) = (store.clone(), done.clone());
         tokio::spawn(async move {
             while !done.load(Ordering::Relaxed) {
+                // The pace of the store's clock against the workers' real time.
                 tokio::time::sleep(Duration::from_millis(2)).await;
                 store.clock.advance_millis(50);
                 store.engine.expire_due(1000).await.unwrap();
@@ -89,15 +90,8 @@ async fn sixteen_workers_drain_runs_through_crashes() {
         let (store, tally, done) = (store.clone(), tally.clone(), done.clone());
         workers.push(tokio::spawn(async move { work(w, &store, &tally, &done).await }));
     }
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while tally.completed.lock().await.len() < RUNS {
-        assert!(
-            Instant::now() < deadline,
-            "runs not drained in time: {} completed",
-            tally.completed.lock().await.len()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let drained = async || tally.completed.lock().await.len() >= RUNS;
+    crate::support::until("every run to be completed", Duration::from_secs(120), drained).await;
     done.store(true, Ordering::Relaxed);
     for worker in workers {
         worker.await.unwrap();
@@ -175,6 +169,7 @@ async fn work(w: usize, store: &Store, tally: &Tally, done: &AtomicBool) {
         };
         let claimed = store.engine.workflow_claim(claim).await.unwrap();
         if claimed.status != ClaimStatus::Claimed {
+            // Nothing claimable until the driver moves time on: a worker polls, as real ones do.
             tokio::time::sleep(Duration::from_millis(1)).await;
             continue;
         }
