@@ -16,9 +16,10 @@ use crate::keyspace;
 use crate::ops::reservation::{
     MAX_CONFLICTS_LISTED, MAX_COVERING_LISTED, MAX_PAIRS_LISTED, MAX_PATTERNS_PER_SCOPE, MAX_RESERVATIONS_PER_HOLDER,
     MAX_RESERVATIONS_PER_SCOPE, PathCheckResult, ReservationConflict, ReservationInfo, ReservationListResult,
-    ReservationResult, ReservationStatus, ReserveResult, ReserveStatus, ScopeListResult, ScopeReservations,
+    ReservationReleaseRequest, ReservationRenewRequest, ReservationResult, ReservationStatus, ReserveResult,
+    ReserveStatus, ScopeListResult, ScopeReservations,
 };
-use crate::plan::{Changes, Plan, Record, WriteContext};
+use crate::plan::{Changes, Plan, ReadsFirst, Record, WriteContext};
 use crate::time::UnixMillis;
 use crate::view::{StateView, live_records, names_page};
 
@@ -224,6 +225,19 @@ fn lost(scope: &str, ctx: &WriteContext) -> Plan<ReservationResult> {
         expires_at: None,
         revision: ctx.revision,
     })
+}
+
+impl ReadsFirst for ReservationRenewRequest {
+    fn reads_first(&self) -> Vec<String> {
+        vec![keyspace::reservation_key(&self.scope, &self.holder_id, self.reservation_id)]
+    }
+}
+
+/// One reservation is a key to read; all of the caller's in the scope are a scan.
+impl ReadsFirst for ReservationReleaseRequest {
+    fn reads_first(&self) -> Vec<String> {
+        self.reservation_id.map(|id| keyspace::reservation_key(&self.scope, &self.holder_id, id)).into_iter().collect()
+    }
 }
 
 /// The caller's live reservation `id`.

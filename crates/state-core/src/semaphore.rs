@@ -16,9 +16,9 @@ use crate::entry::{Action, Entry, live};
 use crate::keyspace;
 use crate::ops::semaphore::{
     PermitInfo, PermitResult, PermitStatus, SemaphoreAcquireResult, SemaphoreGetResult, SemaphoreListResult,
-    SemaphoreStatus, SemaphoreSummary,
+    SemaphoreReleaseRequest, SemaphoreRenewRequest, SemaphoreStatus, SemaphoreSummary,
 };
-use crate::plan::{Changes, Plan, Record, WriteContext};
+use crate::plan::{Changes, Plan, ReadsFirst, Record, WriteContext};
 use crate::time::UnixMillis;
 use crate::view::{StateView, live_records, names_page};
 
@@ -139,6 +139,18 @@ pub fn plan_acquire<V: StateView + ?Sized>(
         holders: now_held,
         revision,
     }))
+}
+
+impl ReadsFirst for SemaphoreRenewRequest {
+    fn reads_first(&self) -> Vec<String> {
+        vec![keyspace::permit_key(&self.name, &self.holder_id)]
+    }
+}
+
+impl ReadsFirst for SemaphoreReleaseRequest {
+    fn reads_first(&self) -> Vec<String> {
+        vec![keyspace::permit_key(&self.name, &self.holder_id)]
+    }
 }
 
 /// The caller's live permit, if `token` is its token.

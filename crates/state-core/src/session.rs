@@ -7,9 +7,19 @@ use serde_json::{Value, json};
 use crate::entry::{Action, Entry};
 use crate::keyspace::{self, Space};
 use crate::ops::ReadStatus;
-use crate::ops::session::{SessionInfo, SessionListResult, SessionRestoreResult, SessionSaveResult};
-use crate::plan::{Changes, Plan, Record, WriteContext};
+use crate::ops::session::{
+    SessionInfo, SessionListResult, SessionRestoreResult, SessionSaveRequest, SessionSaveResult,
+};
+use crate::plan::{Changes, Plan, ReadsFirst, Record, WriteContext};
 use crate::view::{StateView, scan_page};
+
+/// The head only: the version it writes beside it is named by the head's version, known once
+/// the head is read, so that write goes blind.
+impl ReadsFirst for SessionSaveRequest {
+    fn reads_first(&self) -> Vec<String> {
+        vec![keyspace::session_key(&self.session_id)]
+    }
+}
 
 pub fn plan_save<V: StateView + ?Sized>(
     view: &V,

@@ -3,6 +3,8 @@
 //! rule modules' (`kv`, `lease`, `workflow`, ...); the store applies a plan inside one
 //! transaction.
 
+#[cfg(test)]
+mod reads_first_tests;
 mod rule;
 
 pub use rule::{Query, ReadsFirst, Rule};

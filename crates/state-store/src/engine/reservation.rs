@@ -6,6 +6,7 @@ use state_core::ops::reservation::{
     ReservationRenewRequest, ReservationResult, ReserveRequest, ReserveResult, ScopeListResult,
 };
 use state_core::ops::{NameListRequest, Paged};
+use state_core::plan::ReadsFirst;
 use state_core::reservation::{self, Wanted};
 
 use super::view::TxnView;
@@ -32,7 +33,7 @@ impl Engine {
 
     pub async fn paths_renew(&self, req: ReservationRenewRequest) -> Result<ReservationResult, EngineError> {
         let ttl = req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
+        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| {
             reservation::plan_renew(view, &req.scope, &req.holder_id, req.reservation_id, ttl, ctx)
         })
         .await
@@ -40,7 +41,7 @@ impl Engine {
 
     pub async fn paths_release(&self, req: ReservationReleaseRequest) -> Result<ReservationResult, EngineError> {
         req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
+        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| {
             reservation::plan_release(view, &req.scope, &req.holder_id, req.reservation_id, ctx)
         })
         .await

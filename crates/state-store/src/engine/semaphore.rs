@@ -11,6 +11,7 @@ use state_core::ops::semaphore::{
     SemaphoreListResult, SemaphoreReleaseRequest, SemaphoreRenewRequest, SemaphoreStatus,
 };
 use state_core::ops::{NameListRequest, Paged};
+use state_core::plan::ReadsFirst;
 use state_core::semaphore;
 use tokio::time::Instant;
 
@@ -51,7 +52,7 @@ impl Engine {
 
     pub async fn semaphore_renew(&self, req: SemaphoreRenewRequest) -> Result<PermitResult, EngineError> {
         let ttl = req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
+        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| {
             semaphore::plan_renew(view, &req.name, &req.holder_id, req.token, ttl, ctx)
         })
         .await
@@ -59,7 +60,7 @@ impl Engine {
 
     pub async fn semaphore_release(&self, req: SemaphoreReleaseRequest) -> Result<PermitResult, EngineError> {
         req.validate()?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
+        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| {
             semaphore::plan_release(view, &req.name, &req.holder_id, req.token, ctx)
         })
         .await

@@ -6,6 +6,7 @@ use state_core::ops::session::{
     SessionListRequest, SessionListResult, SessionRestoreRequest, SessionRestoreResult, SessionSaveRequest,
     SessionSaveResult,
 };
+use state_core::plan::ReadsFirst;
 
 use super::view::TxnView;
 use super::{Engine, ReadCost};
@@ -14,7 +15,7 @@ use crate::error::EngineError;
 impl Engine {
     pub async fn session_save(&self, req: SessionSaveRequest) -> Result<SessionSaveResult, EngineError> {
         req.validate(&self.inner.config.limits)?;
-        self.plan(Once::of(&req)?, move |view, ctx| {
+        self.plan_reading(Once::of(&req)?, req.reads_first(), move |view, ctx| {
             state_core::session::plan_save(view, &req.session_id, &req.context, req.agent_id.as_deref(), ctx)
         })
         .await
