@@ -279,3 +279,20 @@ async fn a_mostly_free_file_is_compacted_while_serving_and_keeps_its_data() {
     let reopened = crate::redb_file::engine(&path);
     assert_eq!(reopened.get(get("after")).await.unwrap().value, Some(json!(0)));
 }
+
+/// A reset wipes the store by dropping its tables, which frees every page at once: counted as
+/// all of it, so the file shrinks while serving as after deleting key by key.
+#[tokio::test]
+async fn a_reset_store_gives_its_space_back_while_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.redb");
+    let engine = engine(&path);
+    fill_with_holes_to_be(&engine).await;
+    let reset =
+        state_core::ops::admin::ResetRequest { confirm: "DELETE EVERYTHING".into(), agent_id: None, request_id: None };
+    engine.reset(reset).await.unwrap();
+    let given = engine.give_back_space().await.unwrap().expect("a wiped file is compacted");
+    assert!(given.after_bytes * 4 < given.before_bytes, "the space went back: {given:?}");
+    let after = engine.set(crate::support::set_req("after", json!(1), None)).await.unwrap();
+    assert!(after.revision > 1, "revisions go on after a reset");
+}

@@ -45,8 +45,8 @@ use self::holder::Holder;
 pub use self::holder::HolderProcess;
 use self::logged::Calls;
 pub use self::open::holder_note_path;
-use self::space::READS_WAITED_FOR;
 pub use self::space::cache_for;
+use self::space::{MOST_MOVED_WHILE_SERVING, READS_WAITED_FOR};
 use self::txn::{RedbRead, RedbWrite};
 use self::wal::{LogError, LogFile, Wal};
 use super::{Backend, ReadTxn, SpaceGiven, WriteTxn, WriterExclusion};
@@ -89,6 +89,9 @@ pub struct RedbBackend {
     undurable: std::sync::atomic::AtomicU64,
     /// The device and inode of the file opened, to notice it being removed or replaced.
     file: Option<(u64, u64)>,
+    /// Not before then does the next try to give space back (see `space.rs`), after one that
+    /// could not.
+    shrink_due: Mutex<Option<std::time::Instant>>,
     _holder: Option<Holder>,
 }
 
@@ -186,7 +189,7 @@ impl Backend for RedbBackend {
     }
 
     fn give_back_space(&self) -> Result<Option<SpaceGiven>, StorageError> {
-        self.shrink(READS_WAITED_FOR)
+        self.shrink(READS_WAITED_FOR, MOST_MOVED_WHILE_SERVING)
     }
 }
 

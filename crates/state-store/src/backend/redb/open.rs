@@ -104,7 +104,7 @@ impl RedbBackend {
         let backend = RedbBackend::open_with(&path, role, Box::new(opener), Some(log_file(&path)), loss)?;
         // Opening is the moment nothing else holds the database: the first chance to move
         // every page down and cut the file short; the writer gives space back while it runs.
-        if let Err(error) = backend.shrink(Duration::ZERO) {
+        if let Err(error) = backend.shrink(Duration::ZERO, u64::MAX) {
             tracing::warn!(%error, "could not compact the database file; it keeps its size");
         }
         Ok(backend)
@@ -149,6 +149,7 @@ impl RedbBackend {
             log,
             undurable: 0.into(),
             file,
+            shrink_due: Mutex::new(None),
             _holder: Some(holder),
         };
         backend.initialize().map_err(|source| match source {
@@ -180,6 +181,7 @@ impl RedbBackend {
             log: None,
             undurable: 0.into(),
             file: None,
+            shrink_due: Mutex::new(None),
             _holder: None,
         };
         backend.initialize()?;

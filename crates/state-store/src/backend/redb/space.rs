@@ -16,6 +16,13 @@ use crate::error::StorageError;
 /// Files smaller than this are never compacted: the space is not worth the time.
 pub(super) const SHRINK_FROM_BYTES: u64 = 16 * 1024 * 1024;
 
+/// The first and the longest pause after a try to give space back that could do nothing.
+const SHRINK_BACKOFF_FIRST: Duration = Duration::from_secs(10);
+const SHRINK_BACKOFF_MOST: Duration = Duration::from_secs(600);
+/// Live data a compaction moves at most while the store serves, since reads and writes wait
+/// for it (26 ms for 2.7 MB in a debug build): a store holding more is compacted when it is
+/// next opened.
+pub(super) const MOST_MOVED_WHILE_SERVING: u64 = 64 * 1024 * 1024;
 /// How long giving space back waits for reads under way (every other read and write waits
 /// with it) before it leaves the file for another time.
 pub(super) const READS_WAITED_FOR: Duration = Duration::from_millis(20);
@@ -91,20 +98,35 @@ impl RedbBackend {
     /// Reads go on while it looks whether compacting is worth it, and wait while it compacts:
     /// redb compacts only with no transaction live, so the handle is taken out of everyone's
     /// reach. A read already under way is waited for up to `wait_for_reads`; one that takes
-    /// longer leaves the file as it is until the next call.
-    pub(super) fn shrink(&self, wait_for_reads: Duration) -> Result<Option<SpaceGiven>, StorageError> {
+    /// longer (a backup, a long scan) leaves the file for a later try, which backs off.
+    /// `most_in_use` bounds the live data moved, and so how long everyone waits: a larger
+    /// store is compacted when it is next opened.
+    pub(super) fn shrink(
+        &self,
+        wait_for_reads: Duration,
+        most_in_use: u64,
+    ) -> Result<Option<SpaceGiven>, StorageError> {
         let Some(path) = &self.path else { return Ok(None) };
+        if self.shrink_due.lock().is_ok_and(|due| due.is_some_and(|at| std::time::Instant::now() < at)) {
+            return Ok(None);
+        }
         let file_bytes = std::fs::metadata(path).map_err(|e| StorageError::Io(e.to_string()))?.len();
         if file_bytes < SHRINK_FROM_BYTES {
             return Ok(None);
         }
         // What commits counted as freed decides cheaply whether to look closer (counting the
         // file's pages walks all of it). Freed pages get reused, so it overcounts as time
-        // goes by; the walk decides, and starts the count over.
-        let freed = meta_value(
-            &self.database()?.begin_read().map_err(storage)?.open_table(META).map_err(storage)?,
-            META_FREED,
-        )?;
+        // goes by; the walk decides, and leaves the count at what it found free.
+        let freed = {
+            let db = self.database()?;
+            // Someone else holds the handle (a backup copying the store): compaction would
+            // have to wait for it, so nothing is worth doing before it lets go.
+            if Arc::strong_count(&db) > 2 {
+                self.back_off();
+                return Ok(None);
+            }
+            meta_value(&db.begin_read().map_err(storage)?.open_table(META).map_err(storage)?, META_FREED)?
+        };
         if freed.saturating_mul(4) < file_bytes {
             return Ok(None);
         }
@@ -115,13 +137,27 @@ impl RedbBackend {
             let db = self.database()?;
             let txn = db.begin_write().map_err(storage)?;
             let stats = txn.stats().map_err(storage)?;
-            // Counted afresh from here, whether or not the file is compacted.
-            txn.open_table(META).map_err(storage)?.insert(META_FREED, 0).map_err(storage)?;
+            let used = stats.allocated_pages().saturating_mul(stats.page_size() as u64);
+            // Counted afresh from what the walk found free, less the quarter that makes the
+            // next look: the next walk comes once commits have freed enough to make the file
+            // half free, not at every look, however much a reader held on to this time.
+            let found_free = file_bytes.saturating_sub(used);
+            let count = found_free.saturating_sub(file_bytes / 4);
+            txn.open_table(META).map_err(storage)?.insert(META_FREED, count).map_err(storage)?;
             txn.commit().map_err(|e| self.noted(storage(e)))?;
-            stats.allocated_pages().saturating_mul(stats.page_size() as u64)
+            used
         };
         if used_bytes.saturating_mul(2) > file_bytes {
             tracing::debug!(file_bytes, used_bytes, freed, "the file is not half free; left as it is");
+            return Ok(None);
+        }
+        if used_bytes > most_in_use {
+            tracing::info!(
+                file_bytes,
+                used_bytes,
+                "the file is half free but holds too much to compact while serving; it is compacted when next opened"
+            );
+            self.back_off();
             return Ok(None);
         }
         let mut slot =
@@ -135,12 +171,14 @@ impl RedbBackend {
         drop(slot);
         if !compacted {
             tracing::debug!("a read was under way; the file is compacted another time");
-            // The count starts where it was, so the next call looks again.
-            let db = self.database()?;
-            let txn = db.begin_write().map_err(storage)?;
-            add_freed(&txn, freed)?;
-            txn.commit().map_err(|e| self.noted(storage(e)))?;
+            self.back_off();
             return Ok(None);
+        }
+        let txn = self.database()?.begin_write().map_err(storage)?;
+        txn.open_table(META).map_err(storage)?.insert(META_FREED, 0).map_err(storage)?;
+        txn.commit().map_err(|e| self.noted(storage(e)))?;
+        if let Ok(mut due) = self.shrink_due.lock() {
+            *due = None;
         }
         let given = SpaceGiven {
             before_bytes: file_bytes,
@@ -156,6 +194,17 @@ impl RedbBackend {
             "compacted the database file"
         );
         Ok(Some(given))
+    }
+
+    /// A try that could not compact waits before the next: 10 s, twice as long after each
+    /// such try, at most 10 minutes, so a store that cannot be compacted now (a long read, a
+    /// backup, too much to move) costs a walk of its file and a pause of its requests rarely.
+    fn back_off(&self) {
+        let Ok(mut due) = self.shrink_due.lock() else { return };
+        let now = std::time::Instant::now();
+        let waited = due.map_or(Duration::ZERO, |at| at.saturating_duration_since(now));
+        let next = (waited * 2).clamp(SHRINK_BACKOFF_FIRST, SHRINK_BACKOFF_MOST);
+        *due = Some(now + next);
     }
 
     /// Refuses a commit of `written` bytes that would leave less than the reserve free on the

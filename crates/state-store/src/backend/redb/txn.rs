@@ -367,6 +367,8 @@ impl WriteTxn for RedbWrite<'_> {
         self.txn.open_table(KEY_EVENTS).map_err(storage)?;
         self.txn.open_table(META).map_err(storage)?.insert(META_COMPACTED, compacted_through).map_err(storage)?;
         self.next_seq = None;
+        // Everything went: counted as all of it, so the next look walks the file.
+        self.freed = u64::MAX;
         Ok(removed)
     }
 
