@@ -23,6 +23,9 @@ const SHRINK_BACKOFF_MOST: Duration = Duration::from_secs(600);
 /// for it (26 ms for 2.7 MB in a debug build): a store holding more is compacted when it is
 /// next opened.
 pub(super) const MOST_MOVED_WHILE_SERVING: u64 = 64 * 1024 * 1024;
+/// The largest file looked at while serving, as a multiple of the live data it may move:
+/// the walk that counts the pages in use visits every live page, up to the whole file.
+const WALKED_PER_MOVED: u64 = 4;
 /// How long giving space back waits for reads under way (every other read and write waits
 /// with it) before it leaves the file for another time.
 pub(super) const READS_WAITED_FOR: Duration = Duration::from_millis(20);
@@ -99,8 +102,9 @@ impl RedbBackend {
     /// redb compacts only with no transaction live, so the handle is taken out of everyone's
     /// reach. A read already under way is waited for up to `wait_for_reads`; one that takes
     /// longer (a backup, a long scan) leaves the file for a later try, which backs off.
-    /// `most_in_use` bounds the live data moved, and so how long everyone waits: a larger
-    /// store is compacted when it is next opened.
+    /// `most_in_use` bounds the live data moved, and so how long everyone waits, and the file
+    /// looked at (four times that), since counting the pages in use walks the live ones with
+    /// writes held: a larger store is compacted when it is next opened.
     pub(super) fn shrink(
         &self,
         wait_for_reads: Duration,
@@ -111,7 +115,10 @@ impl RedbBackend {
             return Ok(None);
         }
         let file_bytes = std::fs::metadata(path).map_err(|e| StorageError::Io(e.to_string()))?.len();
-        if file_bytes < SHRINK_FROM_BYTES {
+        // Counting the pages in use walks every live page with writes held, and a larger
+        // file may hold that much live: seconds, long enough for clients to take the owner
+        // for hung. Such a file is looked at when it is next opened.
+        if file_bytes < SHRINK_FROM_BYTES || file_bytes > most_in_use.saturating_mul(WALKED_PER_MOVED) {
             return Ok(None);
         }
         // What commits counted as freed decides cheaply whether to look closer (counting the
